@@ -1,0 +1,24 @@
+"""GRASP: graph-planned, fused and reranked retrieval over semi-structured knowledge bases.
+
+The public API is a handful of verbs and shapes::
+
+    from grasp import Workspace, load_skb, evaluate_run
+    ws = Workspace.open("path/to/skb")
+    ranking = ws.retriever("bm25").search("python library for parsing yaml", k=10)
+"""
+
+from grasp.config import GraspConfig, load_config
+from grasp.errors import FormatError, GraspError
+from grasp.eval import EvalReport, evaluate_run, markdown_table, read_run, write_run
+from grasp.pipeline import METHODS, Workspace
+from grasp.results import Ranking, Run
+from grasp.retriever import Retriever
+from grasp.skb import SKB, Query, load_skb, read_queries, write_skb
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GraspConfig", "load_config", "GraspError", "FormatError", "EvalReport", "evaluate_run",
+    "markdown_table", "read_run", "write_run", "METHODS", "Workspace", "Ranking", "Run",
+    "Retriever", "SKB", "Query", "load_skb", "read_queries", "write_skb", "__version__",
+]

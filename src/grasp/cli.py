@@ -1,0 +1,273 @@
+"""Command-line interface: ``grasp eval | search | index | info | demo | data ...``.
+
+Errors in input (a bad SKB file, an unknown method, a missing index) print one line naming
+the problem and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from grasp.config import GraspConfig, load_config
+from grasp.errors import GraspError
+
+DEMO_SKB = Path(__file__).parent / "data" / "demo"
+
+
+def _config(ctx: click.Context) -> GraspConfig:
+    return ctx.obj["config"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="TOML config file.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. encoder.max_length=512.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="GRASP_CACHE_DIR",
+              help="Index cache root (default: $GRASP_CACHE_DIR or ~/.cache/grasp).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.version_option(package_name="grasp-retrieval")
+@click.pass_context
+def cli(ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...], cache_dir: Path | None, quiet: bool) -> None:
+    """GRASP: hybrid graph + text retrieval over semi-structured knowledge bases."""
+    config = load_config(config_file, overrides)
+    if cache_dir is not None:
+        config = config.model_copy(update={"cache_dir": cache_dir})
+    ctx.obj = {"config": config, "progress": not quiet}
+
+
+skb_option = click.option("--skb", "skb_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+                          help="Knowledge base: an open-format directory or a STaRK processed directory.")
+stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag", "prime"]),
+                            help="Which STaRK dataset a processed directory holds (detected when omitted).")
+
+
+def _workspace(ctx: click.Context, skb_dir: Path, stark_dataset: str | None = None):
+    from grasp.pipeline import Workspace
+
+    return Workspace.open(skb_dir, _config(ctx), stark_dataset=stark_dataset, progress=ctx.obj["progress"])
+
+
+def _method_choice():
+    from grasp.pipeline import METHODS
+
+    return click.Choice(sorted(METHODS))
+
+
+@cli.command("eval")
+@skb_option
+@stark_option
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="queries.jsonl in the open format (default: the SKB's qa/queries.jsonl).")
+@click.option("--split", help="Keep only queries of this split (any name: train, val, test, heldout, ...).")
+@click.option("--method", required=True, type=_method_choice(), help="Retriever to evaluate.")
+@click.option("--limit", type=click.IntRange(min=1), help="Keep the first N queries of the selection, in file order.")
+@click.option("-k", "--k", "k", type=click.IntRange(min=1), help="Results per query (default: eval.k, 100).")
+@click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON.")
+@click.option("--run-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the run as a TREC run file.")
+@click.option("--report-md", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as a markdown table.")
+@click.pass_context
+def eval_cmd(ctx, skb_dir, stark_dataset, queries_file, split, method, limit, k, output_json, run_file, report_md):
+    """Evaluate a method: Hit@1, Hit@5, Recall@20 and MRR with STaRK's definitions."""
+    from grasp.eval.trec import write_run
+    from grasp.storage import write_json
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    queries = ws.queries(queries_file, split=split, limit=limit)
+    if not queries:
+        raise GraspError(f"no queries selected (split={split!r}, limit={limit})")
+    run, report = ws.evaluate(method, queries, k)
+    report.info.update({"split": split, "queries_file": str(queries_file or ws.default_queries_path())})
+    if output_json:
+        write_json(output_json, report.to_json())
+    if run_file:
+        write_run(run, run_file)
+    if report_md:
+        report_md.parent.mkdir(parents=True, exist_ok=True)
+        report_md.write_text(report.to_markdown())
+    click.echo(report.to_markdown())
+
+
+@cli.command()
+@click.argument("query")
+@skb_option
+@stark_option
+@click.option("--method", default="bm25", show_default=True, type=_method_choice())
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON lines.")
+@click.pass_context
+def search(ctx, query, skb_dir, stark_dataset, method, k, as_json):
+    """Answer one QUERY and print the ranked nodes."""
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    _print_ranking(ws, ws.retriever(method).search(query, k), as_json)
+
+
+def _print_ranking(ws, ranking, as_json: bool = False) -> None:
+    for rank, (nid, score) in enumerate(zip(ranking.node_ids.tolist(), ranking.scores.tolist(), strict=True), 1):
+        row = {"rank": rank, "node_id": nid, "type": ws.skb.type_of(nid), "name": ws.skb.names[nid], "score": round(score, 4)}
+        if as_json:
+            click.echo(json.dumps(row, ensure_ascii=False))
+        else:
+            click.echo(f"{rank:>3}  {score:8.4f}  [{row['type']}] {row['name']}  (id {nid})")
+
+
+@cli.command()
+@skb_option
+@stark_option
+@click.option("--method", "methods", multiple=True, type=_method_choice(), help="Methods to build (default: all).")
+@click.pass_context
+def index(ctx, skb_dir, stark_dataset, methods):
+    """Build (or verify) the indexes of the given methods ahead of time."""
+    from grasp.pipeline import METHODS
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    for m in methods or sorted(METHODS):
+        ws.retriever(m)
+        click.echo(f"{m}: ready")
+    click.echo(f"indexes in {ws.cache_dir}")
+
+
+@cli.command()
+@skb_option
+@stark_option
+@click.pass_context
+def info(ctx, skb_dir, stark_dataset):
+    """Print the SKB's size, node types and relations."""
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    skb = ws.skb
+    click.echo(f"{skb.name}: {skb.num_nodes:,} nodes, {skb.num_edges:,} edges, layout {ws.layout.key}")
+    click.echo(f"candidate types: {', '.join(skb.schema.candidate_types)} ({skb.candidate_ids.size:,} nodes)")
+    for t, c in skb.type_counts().items():
+        click.echo(f"  node  {t:<28} {c:>10,}")
+    for r, c in skb.relation_counts().items():
+        click.echo(f"  edge  {r:<28} {c:>10,}")
+    click.echo(f"index cache: {ws.cache_dir}")
+
+
+@cli.command()
+@click.option("--skb", "skb_dir", default=DEMO_SKB, show_default=False, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Knowledge base (default: the bundled demo, a slice of Debian's package graph).")
+@click.option("--examples", default=3, show_default=True, type=click.IntRange(min=0), help="Example queries to answer.")
+@click.pass_context
+def demo(ctx, skb_dir, examples):
+    """Build the demo KB's indexes, evaluate every method on its queries, answer a few examples."""
+    from grasp.eval.report import markdown_table
+    from grasp.pipeline import METHODS
+
+    ws = _workspace(ctx, skb_dir)
+    queries = ws.queries()
+    click.echo(f"{ws.skb!r}: {len(queries)} queries")
+    reports = []
+    for m in sorted(METHODS):
+        _, report = ws.evaluate(m, queries)
+        reports.append(report)
+    click.echo("\n" + markdown_table(reports))
+    best = max(reports, key=lambda r: (r.means["mrr"], r.means["hit@1"]))
+    click.echo(f"best method on these queries: {best.method}\n")
+    retriever = ws.retriever(best.method)
+    for q in queries[:examples]:
+        click.echo(f"Q{q.qid}: {q.text}")
+        ranking = retriever.search(q.text, 5, qid=q.qid)
+        gold = set(q.answer_ids)
+        for rank, nid in enumerate(ranking.node_ids.tolist(), 1):
+            mark = "*" if nid in gold else " "
+            click.echo(f"  {mark}{rank}. {ws.skb.names[nid]} — {_first_line(ws, nid)}")
+        click.echo("")
+    click.echo("(* = a gold answer)")
+
+
+def _first_line(ws, nid: int) -> str:
+    fields = ws.layout.text_fields(ws.skb, nid)
+    return next(iter(fields.values()), "")[:90] if fields else ""
+
+
+# --- data ----------------------------------------------------------------------------------
+
+@cli.group()
+def data() -> None:
+    """Validate, download and convert knowledge bases."""
+
+
+@data.command("validate")
+@click.argument("skb_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@stark_option
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def validate(skb_dir, stark_dataset, queries_file):
+    """Check an SKB (and its queries) completely; print a summary or the first problem."""
+    import numpy as np
+
+    from grasp.errors import FormatError
+    from grasp.skb import load_skb, read_queries
+
+    skb = load_skb(skb_dir, stark_dataset=stark_dataset)
+    click.echo(f"ok: {skb!r}")
+    qpath = queries_file or (skb_dir / "qa" / "queries.jsonl")
+    if qpath.exists():
+        queries = read_queries(qpath)
+        for q in queries:
+            bad = [a for a in q.answer_ids if not 0 <= a < skb.num_nodes]
+            if bad:
+                raise FormatError(f"query {q.qid}: answer id {bad[0]} is not a node", file=qpath, field="answer_ids")
+            non_cand = [a for a in q.answer_ids if not skb.candidate_mask[a]]
+            if non_cand:
+                raise FormatError(f"query {q.qid}: answer {non_cand[0]} is not of a candidate type", file=qpath, field="answer_ids")
+        splits = {s: sum(q.split == s for q in queries) for s in sorted({q.split or "-" for q in queries})}
+        click.echo(f"ok: {len(queries)} queries {splits}, mean gold {np.mean([len(q.answer_ids) for q in queries]):.1f}")
+
+
+@data.command("download")
+@click.argument("name", type=click.Choice(["stark-amazon", "stark-mag", "stark-prime"]))
+@click.option("--dest", type=click.Path(file_okay=False, path_type=Path), help="Target folder (default: under the cache root).")
+@click.pass_context
+def download(ctx, name, dest):
+    """Download a STaRK knowledge base from the Hugging Face Hub (needs network access)."""
+    from grasp.skb.download import download_stark
+    from grasp.storage import default_cache_dir
+
+    dataset = name.removeprefix("stark-")
+    dest = dest or (_config(ctx).cache_dir or default_cache_dir()) / "stark" / dataset
+    processed = download_stark(dataset, dest)
+    click.echo(f"downloaded to {processed}")
+
+
+@data.command("convert")
+@click.argument("stark_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@stark_option
+@click.option("--qa", "qa_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="STaRK QA folder of the same dataset (holding stark_qa/ and split/), converted to qa/queries.jsonl.")
+@click.option("--human-generated", is_flag=True, help="Convert the human-generated query set instead.")
+@click.option("--id-scheme", type=click.Choice(["old", "hf"]), default="old", show_default=True,
+              help="Amazon query ids: this repository's old ids, or the Hub's current numbering.")
+@click.option("--no-gzip", is_flag=True, help="Write plain nodes.jsonl/edges.tsv.")
+def convert(stark_dir, out_dir, stark_dataset, qa_dir, human_generated, id_scheme, no_gzip):
+    """Convert a STaRK processed directory to the open SKB format."""
+    from grasp.skb import read_stark_qa, read_stark_skb, write_skb
+
+    skb = read_stark_skb(stark_dir, stark_dataset)
+    queries = read_stark_qa(qa_dir, human_generated=human_generated, id_scheme=id_scheme) if qa_dir else None
+    write_skb(skb, out_dir, compress=not no_gzip, queries=queries)
+    click.echo(f"wrote {skb!r} to {out_dir}" + (f" with {len(queries)} queries" if queries else ""))
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, standalone_mode=False, prog_name="grasp")
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except GraspError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

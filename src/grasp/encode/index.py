@@ -1,0 +1,96 @@
+"""Nearest-neighbour search by cosine (inner product of unit vectors).
+
+:class:`ExactIndex` scans the matrix in row chunks so memory stays bounded whatever its size;
+:class:`FaissIndex` (optional, ``pip install grasp-retrieval[faiss]``) is an HNSW index for
+million-node graphs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+
+from grasp.errors import ConfigError
+
+
+class VectorIndex(ABC):
+    """Rows of a matrix, each labelled by a node id; search returns node ids and cosines."""
+
+    ids: np.ndarray
+
+    @abstractmethod
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each query row: (node ids, scores), best first, shape (m, min(k, n)) each."""
+
+
+class ExactIndex(VectorIndex):
+    def __init__(self, vectors: np.ndarray, ids: np.ndarray, *, chunk_rows: int = 65536) -> None:
+        self.vectors = vectors
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.chunk_rows = chunk_rows
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        n = self.vectors.shape[0]
+        k = min(k, n)
+        m = q.shape[0]
+        if k == 0:
+            return np.zeros((m, 0), dtype=np.int64), np.zeros((m, 0), dtype=np.float32)
+        best_s = np.full((m, 0), -np.inf, dtype=np.float32)
+        best_i = np.zeros((m, 0), dtype=np.int64)
+        for lo in range(0, n, self.chunk_rows):
+            block = np.asarray(self.vectors[lo : lo + self.chunk_rows], dtype=np.float32)
+            s = q @ block.T
+            kk = min(k, s.shape[1])
+            part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
+            cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
+            cand_i = np.concatenate([best_i, part + lo], axis=1)
+            keep = np.argpartition(-cand_s, min(k, cand_s.shape[1]) - 1, axis=1)[:, :k]
+            best_s = np.take_along_axis(cand_s, keep, 1)
+            best_i = np.take_along_axis(cand_i, keep, 1)
+        # sort: score descending, then row ascending for determinism
+        order = np.lexsort((best_i, -best_s), axis=1)
+        best_s = np.take_along_axis(best_s, order, 1)
+        best_i = np.take_along_axis(best_i, order, 1)
+        return self.ids[best_i], best_s
+
+
+class FaissIndex(VectorIndex):
+    """HNSW over inner product; built once and saved beside the embeddings."""
+
+    def __init__(self, vectors: np.ndarray, ids: np.ndarray, *, path: Path | None = None,
+                 m: int = 32, ef_search: int = 128) -> None:
+        try:
+            import faiss
+        except ImportError:
+            raise ConfigError("vector_index.backend 'faiss' needs faiss: pip install 'grasp-retrieval[faiss]'") from None
+        self.ids = np.asarray(ids, dtype=np.int64)
+        if path is not None and path.exists():
+            self._index = faiss.read_index(str(path))
+        else:
+            self._index = faiss.IndexHNSWFlat(vectors.shape[1], m, faiss.METRIC_INNER_PRODUCT)
+            self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+            if path is not None:
+                from grasp.storage import atomic_file
+
+                with atomic_file(path, "wb") as f:
+                    f.write(faiss.serialize_index(self._index).tobytes())
+        self._index.hnsw.efSearch = max(ef_search, 1)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        k = min(k, self.ids.shape[0])
+        scores, rows = self._index.search(q, k)
+        valid = rows >= 0
+        ids = np.where(valid, self.ids[np.clip(rows, 0, None)], -1)
+        return ids, np.where(valid, scores, -np.inf).astype(np.float32)
+
+
+def merge_topk(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Merge per-index results (same query rows) into one top-k, best first."""
+    ids = np.concatenate([p[0] for p in parts], axis=1)
+    scores = np.concatenate([p[1] for p in parts], axis=1)
+    order = np.lexsort((ids, -scores), axis=1)[:, :k]
+    return np.take_along_axis(ids, order, 1), np.take_along_axis(scores, order, 1)

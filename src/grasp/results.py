@@ -1,0 +1,93 @@
+"""The one result shape every stage produces: a ranking of node ids for one query.
+
+A :class:`Ranking` holds (query id, node ids, scores) in rank order plus stage metadata;
+a :class:`Run` is a named collection of rankings, one per query. Any stage's output can be
+evaluated, fused, written as a TREC run and explained the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Ranking:
+    """Ranked node ids for one query, best first. Ranks are 1-based positions."""
+
+    qid: str
+    node_ids: np.ndarray
+    scores: np.ndarray
+    stage: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.node_ids = np.asarray(self.node_ids, dtype=np.int64)
+        self.scores = np.asarray(self.scores, dtype=np.float64)
+        if self.node_ids.shape != self.scores.shape:
+            raise ValueError("node_ids and scores must have the same length")
+
+    @classmethod
+    def from_scores(
+        cls,
+        qid: str,
+        node_ids: np.ndarray,
+        scores: np.ndarray,
+        *,
+        stage: str = "",
+        k: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Ranking:
+        """Sort by descending score (ties: ascending node id, so results are deterministic)."""
+        node_ids = np.asarray(node_ids, dtype=np.int64)
+        scores = np.asarray(scores, dtype=np.float64)
+        order = np.lexsort((node_ids, -scores))
+        if k is not None:
+            order = order[:k]
+        return cls(qid, node_ids[order], scores[order], stage, dict(meta or {}))
+
+    def __len__(self) -> int:
+        return int(self.node_ids.shape[0])
+
+    @property
+    def ranks(self) -> np.ndarray:
+        return np.arange(1, len(self) + 1)
+
+    def top(self, k: int) -> Ranking:
+        return Ranking(self.qid, self.node_ids[:k], self.scores[:k], self.stage, dict(self.meta))
+
+    def rank_of(self, node_id: int) -> int | None:
+        """1-based rank of ``node_id``, or None when it is not in the ranking."""
+        hit = np.flatnonzero(self.node_ids == node_id)
+        return int(hit[0]) + 1 if hit.size else None
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Rows in PyTerrier's column names: qid, docno, score, rank (0-based, as PyTerrier)."""
+        for i, (nid, s) in enumerate(zip(self.node_ids.tolist(), self.scores.tolist(), strict=True)):
+            yield {"qid": self.qid, "docno": str(nid), "score": s, "rank": i}
+
+
+class Run(Mapping[str, Ranking]):
+    """Rankings keyed by query id, in insertion order, under one method name."""
+
+    def __init__(self, name: str, rankings: Mapping[str, Ranking] | None = None) -> None:
+        self.name = name
+        self._rankings: dict[str, Ranking] = dict(rankings or {})
+
+    def add(self, ranking: Ranking) -> None:
+        self._rankings[ranking.qid] = ranking
+
+    def __getitem__(self, qid: str) -> Ranking:
+        return self._rankings[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rankings)
+
+    def __len__(self) -> int:
+        return len(self._rankings)
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {len(self)} queries)"

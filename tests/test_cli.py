@@ -1,0 +1,99 @@
+"""The command-line contract: ``grasp eval`` and friends, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grasp.cli import main
+from tests.conftest import DEMO_SKB, write_toy
+
+
+def grasp(*args, env=None):
+    """Run the real CLI in a subprocess; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([sys.executable, "-m", "grasp.cli", *args], capture_output=True, text=True, env=env, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_eval_contract(toy_dir, tmp_path, cache_dir, capsys):
+    out = tmp_path / "r.json"
+    main(["-q", "eval", "--skb", str(toy_dir), "--method", "bm25", "--split", "test", "--output-json", str(out),
+          "--run-file", str(tmp_path / "run.trec"), "--report-md", str(tmp_path / "r.md")])
+    rep = json.loads(out.read_text())
+    assert rep["method"] == "bm25" and rep["n"] == 2
+    for m in ("hit@1", "hit@5", "recall@20", "mrr"):
+        assert 0.0 <= rep[m] <= 1.0
+    assert rep["per_template"]["gene_text"]["n"] == 1
+    assert (tmp_path / "run.trec").read_text().startswith("0 Q0 0 1 ")
+    assert "| bm25 | 2 |" in (tmp_path / "r.md").read_text()
+    assert (cache_dir / "skb").exists()  # the env var chose the cache root
+
+
+def test_eval_limit_and_queries_file(toy_dir, tmp_path, cache_dir):
+    qfile = tmp_path / "heldout.jsonl"
+    qfile.write_text("".join(json.dumps({"id": i, "query": q, "answer_ids": [a], "split": "heldout"}) + "\n"
+                             for i, (q, a) in enumerate([("sodium", 1), ("potassium", 2), ("galactosyl", 0)])))
+    out = tmp_path / "r.json"
+    main(["-q", "eval", "--skb", str(toy_dir), "--queries", str(qfile), "--split", "heldout", "--limit", "2",
+          "--method", "bm25", "--output-json", str(out)])
+    assert json.loads(out.read_text())["n"] == 2
+
+
+def test_cache_dir_option_wins(toy_dir, tmp_path, cache_dir):
+    main(["-q", "--cache-dir", str(tmp_path / "elsewhere"), "eval", "--skb", str(toy_dir), "--method", "bm25"])
+    assert (tmp_path / "elsewhere" / "skb").exists() and not cache_dir.exists()
+
+
+def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
+    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["rank"] for r in rows] == [1, 2] and rows[0]["type"] == "gene"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "--skb", "{bad}", "--method", "bm25"], "nodes.jsonl:2: field 'type': unknown node type 'drug'"),
+        (["eval", "--skb", "{toy}", "--method", "bm25", "--split", "nope"], "no queries selected"),
+        (["--set", "encoder.max_length=abc", "info", "--skb", "{toy}"], "config field 'encoder.max_length'"),
+        (["--set", "nonsense", "info", "--skb", "{toy}"], "expected KEY=VALUE"),
+    ],
+)
+def test_errors_are_one_line(args, message, toy_dir, tmp_path, cache_dir):
+    bad = write_toy(tmp_path / "bad", nodes=[
+        {"id": 0, "type": "gene", "name": "A"}, {"id": 1, "type": "drug", "name": "B"}], edges=[])
+    args = [a.replace("{bad}", str(bad)).replace("{toy}", str(toy_dir)) for a in args]
+    code, out, err = grasp(*args)
+    assert code == 2
+    assert message in err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+
+
+def test_unknown_method_is_a_usage_error(toy_dir):
+    code, _, err = grasp("eval", "--skb", str(toy_dir), "--method", "magic")
+    assert code == 2 and "Invalid value for '--method'" in err
+
+
+def test_download_offline_says_what_to_do(tmp_path):
+    import os
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    code, _, err = grasp("data", "download", "stark-prime", "--dest", str(tmp_path / "d"), env=env)
+    assert code == 2
+    assert "could not download stark-prime from the Hugging Face Hub" in err
+    assert "--skb" in err and "processed" in err
+
+
+def test_validate_demo_kb(capsys):
+    main(["data", "validate", str(DEMO_SKB)])
+    out = capsys.readouterr().out
+    assert "ok: SKB('demo-pkg-python'" in out and "54 queries" in out
+
+
+def test_info(toy_dir, cache_dir, capsys):
+    main(["info", "--skb", str(toy_dir)])
+    out = capsys.readouterr().out
+    assert "toy: 9 nodes, 9 edges" in out and "involved_in" in out
