@@ -18,6 +18,7 @@ import numpy as np
 from grasp.skb import SKB, read_queries, read_skb, write_skb
 from grasp.skb.queries import Query
 
+README = (Path(__file__).parent / "demo_kb_README.md").read_text()
 SECTION = "python"
 MAX_QUERIES = 60
 
@@ -40,6 +41,7 @@ def build(src: Path, dest: Path) -> None:
         "name": "demo-pkg-python",
         "description": "Demo slice of the Debian 12 'bookworm' package graph: section python, with maintainers, "
                        "sections, tags, sources and the dependencies among these packages.",
+        "prompt_profile": "pkg",  # the planner uses pkg's guidance and worked examples
     })
     sub = SKB(
         schema, skb.node_type[old_ids], [skb.names[i] for i in old_ids], [skb.fields[i] for i in old_ids],
@@ -51,6 +53,7 @@ def build(src: Path, dest: Path) -> None:
             queries.append(Query(q.qid, q.text, [int(new_of[a]) for a in q.answer_ids], q.split, q.template))
     queries = queries[:MAX_QUERIES]
     write_skb(sub, dest, compress=True, queries=queries)
+    (dest / "README.md").write_text(README)
     print(f"{sub!r}, {len(queries)} queries -> {dest}")
 
 

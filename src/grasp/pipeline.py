@@ -59,6 +59,19 @@ class Workspace:
         return NodeVectors(self.skb, self.encoder, self.layout, self.cache_dir / "embeddings",
                            self.config.vector_index, progress=self.progress)
 
+    @cached_property
+    def planner(self):
+        """The Stage-1 planner: cached plans first (shipped + this workspace's), the LLM on a miss."""
+        from grasp.plan.cache import PlanCache
+        from grasp.plan.planner import Planner
+
+        cfg = self.config.planner
+        shipped = Path(__file__).parent / "data" / "plans" / f"{self.skb.schema.name}.jsonl"
+        cache = PlanCache(cfg.cache_file or self.cache_dir / "plans.jsonl", readonly=[shipped] if shipped.exists() else [])
+        factory = None if cfg.kind == "cache" else (lambda: make_chat_client(cfg, self.config))
+        return Planner(self.skb, factory, cache, grammar=cfg.grammar, retries=cfg.retries,
+                       max_tokens=cfg.max_tokens, model_id=cfg.model)
+
     def retriever(self, method: str) -> Retriever:
         if method not in METHODS:
             raise ConfigError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
@@ -95,6 +108,20 @@ class Workspace:
         return run, report
 
 
+def make_chat_client(cfg, config: GraspConfig):
+    """The planner's LLM client for a :class:`~grasp.config.PlannerConfig`."""
+    from grasp.plan.gguf import PLANNER
+    from grasp.plan.llm import LocalGGUFClient, OpenAIChatClient, api_key_from_env
+
+    if cfg.kind == "openai":
+        if not cfg.base_url:
+            raise ConfigError("planner.kind 'openai' needs planner.base_url, e.g. http://localhost:8000/v1")
+        return OpenAIChatClient(cfg.base_url, cfg.model, api_key=api_key_from_env(cfg.api_key_env),
+                                timeout_s=cfg.timeout_s, seed=config.seed)
+    path = cfg.model_path or Path(config.cache_dir or default_cache_dir()) / "models" / PLANNER.filename
+    return LocalGGUFClient(path, n_ctx=cfg.n_ctx, threads=cfg.threads, seed=config.seed, model_id=cfg.model)
+
+
 def _bm25(ws: Workspace) -> Retriever:
     from grasp.dense.bm25 import BM25Retriever
 
@@ -107,4 +134,29 @@ def _dense(ws: Workspace) -> Retriever:
     return DenseRetriever(ws.node_vectors)
 
 
-METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense}
+def graph_engine(ws: Workspace):
+    """The configured Stage-1 engine: Kùzu (default), the in-memory executor, or a Neo4j server."""
+    import os
+
+    from grasp.graph.backends import KuzuBackend, Neo4jBackend
+    from grasp.graph.memory import MemoryExecutor
+
+    cfg = ws.config.graph
+    if cfg.engine == "memory":
+        return MemoryExecutor(ws.skb)
+    if cfg.engine == "neo4j":
+        return Neo4jBackend(ws.skb, cfg.neo4j_uri, user=cfg.neo4j_user,
+                            password=os.environ.get(cfg.neo4j_password_env, ""), database=cfg.neo4j_database)
+    return KuzuBackend(ws.skb, ws.cache_dir, buffer_pool_mb=cfg.buffer_pool_mb, progress=ws.progress)
+
+
+def _graph(ws: Workspace) -> Retriever:
+    from grasp.graph.linking import AnchorLinker
+    from grasp.graph.retriever import GraphRetriever
+
+    cfg = ws.config.graph
+    linker = AnchorLinker(ws.node_vectors, name_k=cfg.name_k, name_tau=cfg.name_tau, doc_k=cfg.doc_k, doc_tau=cfg.doc_tau)
+    return GraphRetriever(ws.planner, linker, graph_engine(ws), ws.node_vectors, rescore=cfg.rescore)
+
+
+METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense, "graph": _graph}

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import io
 from pathlib import Path
 from typing import IO
 
 
 def open_text(path: Path, mode: str = "r") -> IO[str]:
-    """Open ``path`` as UTF-8 text, transparently gunzipping ``*.gz``."""
+    """Open ``path`` as UTF-8 text, transparently (un)gzipping ``*.gz``. Written gzip files carry
+    no timestamp, so the same content gives the same bytes."""
     if str(path).endswith(".gz"):
+        if mode == "w":
+            return io.TextIOWrapper(gzip.GzipFile(path, mode="wb", mtime=0), encoding="utf-8", newline="")
         return gzip.open(path, mode + "t", encoding="utf-8", newline="")  # type: ignore[return-value]
     return open(path, mode, encoding="utf-8", newline="")
 

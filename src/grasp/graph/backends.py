@@ -1,0 +1,181 @@
+"""Graph database backends behind one small interface: load an SKB, run a compiled plan.
+
+- :class:`KuzuBackend` (default): Kùzu embedded in-process, persisted beside the other indexes,
+  built into a temporary folder and renamed when complete, opened read-only for queries.
+- :class:`Neo4jBackend`: a Neo4j 5 (or Bolt-compatible) server through the official driver;
+  queries run in read transactions.
+Nodes are stored one table/label per node type with properties ``id`` (the SKB node id) and
+``name``; relations one table/type per relation name, stored in the schema's direction.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+
+from grasp.errors import ConfigError, GraspError, IndexCorruptError
+from grasp.graph.compiler import CompiledQuery, CypherNames
+from grasp.skb.graph import SKB
+from grasp.storage import atomic_dir
+
+
+class GraphBackend(ABC):
+    name: str
+
+    @abstractmethod
+    def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, scores) returned by the query."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold resources to release
+        """Release connections (optional)."""
+
+
+def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ids, scores = zip(*rows, strict=True)
+    return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+
+
+class KuzuBackend(GraphBackend):
+    name = "kuzu"
+    FORMAT = 1
+
+    def __init__(self, skb: SKB, root: Path, *, buffer_pool_mb: int = 1024, progress: bool = True) -> None:
+        try:
+            import kuzu
+        except ImportError:
+            raise ConfigError("the kuzu graph backend needs kuzu: pip install 'kuzu==0.11.3'") from None
+        self.names = CypherNames(skb.schema)
+        self.path = Path(root) / f"kuzu-v{self.FORMAT}"
+        if not (self.path / "complete.json").exists():
+            self._build(skb, kuzu, buffer_pool_mb)
+        try:
+            self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20)
+            self._conn = kuzu.Connection(self._db)
+        except RuntimeError as e:
+            raise IndexCorruptError(f"{self.path}: cannot open the Kùzu database ({e}); delete it to rebuild") from None
+
+    def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:
+        names = self.names
+        with atomic_dir(self.path) as tmp:
+            db = kuzu.Database(str(tmp / "db"), buffer_pool_size=buffer_pool_mb << 20)
+            conn = kuzu.Connection(db)
+            csv_dir = tmp / "csv"
+            csv_dir.mkdir()
+            for t, ident in names.label.items():
+                conn.execute(f"CREATE NODE TABLE {ident}(id INT64, name STRING, PRIMARY KEY (id))")
+                ids = skb.nodes_of_type(t)
+                path = csv_dir / f"n_{ident}.csv"
+                with open(path, "w", newline="", encoding="utf-8") as f:
+                    w = csv.writer(f)
+                    for i in ids.tolist():
+                        w.writerow([i, skb.names[i]])
+                if ids.size:
+                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' (header=false)")
+            for rel_name, ident in names.rel.items():
+                pairs = [r for r in skb.schema.relations if r.name == rel_name]
+                spec = ", ".join(f"FROM {names.label[r.source]} TO {names.label[r.target]}" for r in pairs)
+                conn.execute(f"CREATE REL TABLE {ident}({spec})")
+                for ri, r in enumerate(skb.schema.relations):
+                    if r.name != rel_name:
+                        continue
+                    sel = skb.edge_rel == ri
+                    if not sel.any():
+                        continue
+                    path = csv_dir / f"r_{ident}_{ri}.csv"
+                    np.savetxt(path, np.stack([skb.edge_src[sel], skb.edge_dst[sel]], axis=1), fmt="%d", delimiter=",")
+                    opts = "header=false" if len(pairs) == 1 else (
+                        f"header=false, from='{names.label[r.source]}', to='{names.label[r.target]}'")
+                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' ({opts})")
+            conn.close()
+            db.close()
+            for p in csv_dir.iterdir():
+                p.unlink()
+            csv_dir.rmdir()
+            (tmp / "complete.json").write_text(json.dumps({"format": self.FORMAT, "skb": skb.fingerprint,
+                                                           "labels": names.label, "relations": names.rel}))
+
+    def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            result = self._conn.execute(query.cypher, query.params)
+        except RuntimeError as e:
+            raise GraspError(f"Kùzu rejected the compiled query: {e}") from None
+        rows = []
+        while result.has_next():
+            rows.append(result.get_next())
+        return _rows_to_arrays(rows)
+
+    def close(self) -> None:
+        self._conn.close()
+        self._db.close()
+
+
+class Neo4jBackend(GraphBackend):
+    """A Neo4j 5 dialect server over Bolt (Neo4j, or ArcadeDB's Bolt plugin in tests)."""
+
+    name = "neo4j"
+
+    def __init__(self, skb: SKB, uri: str, *, user: str = "neo4j", password: str = "", database: str | None = None,
+                 load: bool = True, batch: int = 5000) -> None:
+        try:
+            import neo4j
+        except ImportError:
+            raise ConfigError("the neo4j graph backend needs the driver: pip install 'grasp-retrieval[neo4j]'") from None
+        self.names = CypherNames(skb.schema)
+        self.database = database
+        self._driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+        try:
+            self._driver.verify_connectivity()
+        except Exception as e:  # the driver raises several types for an unreachable server
+            raise GraspError(f"cannot reach the graph server at {uri}: {e}") from None
+        if load and not self._loaded(skb):
+            self._load(skb, batch)
+
+    def _session(self):
+        return self._driver.session(database=self.database) if self.database else self._driver.session()
+
+    def _loaded(self, skb: SKB) -> bool:
+        with self._session() as s:
+            rec = s.run("MATCH (m:GraspMeta) RETURN m.fingerprint AS f").single()
+        return rec is not None and rec["f"] == skb.fingerprint
+
+    def _load(self, skb: SKB, batch: int) -> None:
+        names = self.names
+        with self._session() as s:
+            for t, ident in names.label.items():
+                ids = skb.nodes_of_type(t).tolist()
+                for lo in range(0, len(ids), batch):
+                    rows = [{"id": i, "name": skb.names[i]} for i in ids[lo : lo + batch]]
+                    s.run(f"UNWIND $rows AS r CREATE (n:{ident} {{id: r.id, name: r.name}})", rows=rows).consume()
+                try:
+                    s.run(f"CREATE INDEX FOR (n:{ident}) ON (n.id)").consume()
+                except Exception:  # an existing index, or a server with another syntax: lookups still work
+                    pass
+            for ri, r in enumerate(skb.schema.relations):
+                sel = np.flatnonzero(skb.edge_rel == ri)
+                src_l, dst_l, rel = names.label[r.source], names.label[r.target], names.rel[r.name]
+                for lo in range(0, sel.size, batch):
+                    part = sel[lo : lo + batch]
+                    rows = [{"s": int(a), "d": int(b)} for a, b in zip(skb.edge_src[part], skb.edge_dst[part], strict=True)]
+                    s.run(f"UNWIND $rows AS r MATCH (a:{src_l} {{id: r.s}}) MATCH (b:{dst_l} {{id: r.d}}) "
+                          f"CREATE (a)-[:{rel}]->(b)", rows=rows).consume()
+            s.run("CREATE (m:GraspMeta {fingerprint: $f})", f=skb.fingerprint).consume()
+
+    def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
+        def work(tx):
+            return [(rec["id"], rec["score"]) for rec in tx.run(query.cypher, query.params)]
+
+        with self._session() as s:
+            try:
+                rows = s.execute_read(work)
+            except Exception as e:
+                raise GraspError(f"the graph server rejected the compiled query: {e}") from None
+        return _rows_to_arrays(rows)
+
+    def close(self) -> None:
+        self._driver.close()

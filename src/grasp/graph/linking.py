@@ -1,0 +1,60 @@
+"""Anchor linking (paper Section 3.1, appendix 7): embed each anchor's text, search the name-mode
+or doc-mode index of its declared type, and keep the top-K matches whose cosine is at least
+tau x the top-1 cosine. Defaults: (K, tau) = (5, 0.95) in name mode, (10, 0.90) in doc mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grasp.encode.node_vectors import NodeVectors
+from grasp.plan.model import Anchor
+
+
+@dataclass
+class Binding:
+    """The nodes an anchor variable may take, each with its cosine to the anchor text."""
+
+    var: str
+    node_ids: np.ndarray
+    scores: np.ndarray
+
+    def to_json(self, names: list[str] | None = None) -> dict:
+        rows = [{"node_id": int(i), "cosine": round(float(s), 4)} for i, s in zip(self.node_ids, self.scores, strict=True)]
+        if names is not None:
+            for r in rows:
+                r["name"] = names[r["node_id"]]
+        return {"var": self.var, "bindings": rows}
+
+
+def keep_top(ids: np.ndarray, scores: np.ndarray, k: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``k`` (already sorted) matches scoring at least ``tau`` x the best one."""
+    ids, scores = ids[:k], scores[:k]
+    valid = ids >= 0
+    ids, scores = ids[valid], scores[valid]
+    if ids.size == 0:
+        return ids, scores
+    top = scores[0]
+    floor = tau * top if top > 0 else top
+    keep = scores >= floor - 1e-9
+    return ids[keep], scores[keep]
+
+
+class AnchorLinker:
+    def __init__(self, vectors: NodeVectors, *, name_k: int = 5, name_tau: float = 0.95,
+                 doc_k: int = 10, doc_tau: float = 0.90) -> None:
+        self.vectors = vectors
+        self.params = {"name": (name_k, name_tau), "doc": (doc_k, doc_tau)}
+
+    def link(self, anchors: list[Anchor]) -> dict[str, Binding]:
+        if not anchors:
+            return {}
+        emb = self.vectors.encoder.encode_queries([a.text for a in anchors])
+        out: dict[str, Binding] = {}
+        for a, e in zip(anchors, emb, strict=True):
+            k, tau = self.params[a.match_mode]
+            ids, scores = self.vectors.search(e[None, :], a.match_mode, [a.label], k)
+            ids, scores = keep_top(ids[0], scores[0].astype(np.float64), k, tau)
+            out[a.var] = Binding(a.var, ids.astype(np.int64), scores)
+        return out

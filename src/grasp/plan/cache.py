@@ -1,0 +1,56 @@
+"""LLM outputs on disk, keyed by (model, prompt hash, query): a rerun costs no LLM call.
+
+A cache is an append-only JSONL file (one record per planned query), so an interrupted run
+loses at most the line being written and resumes where it stopped. Read-only caches (e.g. the
+plans shipped for bio and pkg) can be layered under the writable one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def plan_key(model_id: str, prompt_hash: str, query: str, grammar: bool) -> str:
+    blob = json.dumps([model_id, prompt_hash, query, grammar], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+class PlanCache:
+    def __init__(self, writable: Path | None, readonly: list[Path] | tuple[Path, ...] = ()) -> None:
+        self.writable = Path(writable) if writable else None
+        self._records: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        for path in [*readonly, *([self.writable] if self.writable else [])]:
+            self._load(Path(path))
+
+    def _load(self, path: Path) -> None:
+        if not path.exists():
+            return
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by an interruption: that query is planned again
+                if isinstance(rec, dict) and "key" in rec:
+                    self._records[rec["key"]] = rec
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._records.get(key)
+
+    def put(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._records[record["key"]] = record
+            if self.writable is None:
+                return
+            self.writable.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.writable, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+                f.flush()
+
+    def __len__(self) -> int:
+        return len(self._records)

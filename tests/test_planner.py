@@ -1,0 +1,146 @@
+"""The planner over a real HTTP client against a local fake endpoint: retries with the
+validation error fed back, timeouts, non-JSON, unknown labels, injection attempts, caching."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasp.plan.cache import PlanCache
+from grasp.plan.llm import OpenAIChatClient
+from grasp.plan.planner import Planner, PlanNotCached
+from grasp.plan.prompt import PromptBuilder
+from tests.fake_llm import FakeChatServer
+
+GOOD = json.dumps({"anchors": [{"var": "C", "text": "chromosome 2", "label": "chromosome", "match_mode": "name"}],
+                   "hops": [{"from": "C", "rel": "on_chromosome", "to_var": "T", "to_label": "gene"}],
+                   "target": {"var": "T", "labels": ["gene"], "relevance_text": "sodium channel"},
+                   "risk_level": "normal"})
+
+
+def make_planner(skb, url, tmp_path, **kw):
+    client = OpenAIChatClient(url, "fake-model", timeout_s=kw.pop("timeout_s", 5), retries=kw.pop("http_retries", 2))
+    return Planner(skb, client, PlanCache(tmp_path / "plans.jsonl"), **kw)
+
+
+def test_valid_plan_and_cache_hit(toy_skb, tmp_path):
+    with FakeChatServer([GOOD]) as srv:
+        planner = make_planner(toy_skb, srv.url, tmp_path)
+        first = planner.plan("sodium channel genes on chromosome 2")
+        assert first.check.status == "valid" and not first.cached
+        body = srv.requests[0]
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["temperature"] == 0 and body["messages"][0]["role"] == "system"
+        again = planner.plan("sodium channel genes on chromosome 2")
+        assert again.cached and len(srv.requests) == 1
+    # a new process, the same cache file: no LLM needed at all
+    replay = Planner(toy_skb, None, PlanCache(tmp_path / "plans.jsonl"), model_id="fake-model")
+    assert replay.plan("sodium channel genes on chromosome 2").check.plan == first.check.plan
+    with pytest.raises(PlanNotCached, match="no cached plan"):
+        replay.plan("another query")
+
+
+def test_non_json_then_fixed_after_feedback(toy_skb, tmp_path):
+    with FakeChatServer(["Sure, here are genes: SCN1A", GOOD]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path, retries=1).plan("q")
+        assert out.check.status == "valid" and out.attempts == 2
+        feedback = srv.requests[1]["messages"][-1]["content"]
+        assert "invalid" in feedback and "no JSON object" in feedback
+
+
+def test_unknown_label_exhausts_retries_and_degrades(toy_skb, tmp_path):
+    bad = GOOD.replace('"chromosome", "match_mode"', '"organelle", "match_mode"')
+    with FakeChatServer([bad]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path, retries=2).plan("q")
+        assert len(srv.requests) == 3
+    assert out.check.status == "rejected" and "unknown label 'organelle'" in out.check.reason
+    assert out.check.plan.risk_level == "no_trade"
+
+
+def test_timeout_is_an_error_not_a_hang(toy_skb, tmp_path):
+    with FakeChatServer([("sleep", 3)]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path, timeout_s=0.5, http_retries=2).plan("q")
+    assert out.check.status == "rejected" and out.error and "failed after 2 tries" in out.error
+
+
+def test_server_errors_are_retried(toy_skb, tmp_path):
+    with FakeChatServer([("status", 503), GOOD]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path).plan("q")
+    assert out.check.status == "valid"
+
+
+def test_injection_in_string_fields_stays_data(toy_skb, tmp_path):
+    import numpy as np
+
+    from grasp.graph.compiler import CypherNames, compile_plan
+    from grasp.graph.linking import Binding
+
+    evil = GOOD.replace("chromosome 2", r'2\"}) MATCH (n) DETACH DELETE n //').replace(
+        "sodium channel", "'; DROP TABLE gene; --")
+    with FakeChatServer([evil]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path).plan("q")
+    assert out.check.usable
+    q = compile_plan(out.check.plan, {"C": Binding("C", np.array([7]), np.array([0.9]))}, CypherNames(toy_skb.schema))
+    assert "DELETE" not in q.cypher and "DROP" not in q.cypher
+
+
+def test_injection_in_label_is_rejected(toy_skb, tmp_path):
+    evil = GOOD.replace('"to_label": "gene"', '"to_label": "gene) DETACH DELETE (n"')
+    with FakeChatServer([evil]) as srv:
+        out = make_planner(toy_skb, srv.url, tmp_path, retries=0).plan("q")
+    assert out.check.status == "rejected" and "unknown label" in out.check.reason
+
+
+def test_prompt_is_built_from_the_schema_and_stable(toy_skb):
+    b = PromptBuilder(toy_skb)
+    system = b.system
+    for name in ("gene", "process", "chromosome", "involved_in", "on_chromosome", "is_a", "B3GALT6"):
+        assert name in system
+    assert "## Fusion overlay allocator" in system and "risk_level" in system
+    assert PromptBuilder(toy_skb).hash == b.hash
+    assert b.messages("which genes?")[1]["content"].startswith("Query: which genes?")
+
+
+def test_bio_and_pkg_examples_are_valid_plans():
+    """The shipped worked examples pass validation against their KB's real schema."""
+    from pathlib import Path
+
+    from grasp.plan.prompt import load_examples
+    from grasp.plan.validate import check_plan
+    from grasp.skb.open_format import read_schema
+
+    root = Path(__file__).resolve().parents[2] / "shared" / "data" / "skb"
+    for kb in ("bio", "pkg"):
+        examples = load_examples(kb)
+        assert len(examples) >= 10
+        if not root.exists():
+            continue
+        schema = read_schema(root / kb / "schema.json")
+        for ex in examples:
+            c = check_plan(ex.plan, schema)
+            assert c.status == "valid", (kb, ex.qid, c.reason, c.repairs)
+
+
+def test_graph_method_end_to_end(toy_dir, tmp_path, capsys):
+    """`grasp plan` and `grasp eval --method graph` through a fake endpoint, on both engines."""
+    from grasp.cli import main
+
+    with FakeChatServer([GOOD]) as srv:
+        for engine in ("kuzu", "memory"):
+            base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+                    "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake",
+                    "--set", f"graph.engine={engine}"]
+            main([*base, "plan", "sodium channel genes on chromosome 2", "--skb", str(toy_dir), "--json"])
+            captured = capsys.readouterr().out
+            assert captured.startswith("{"), captured[:300]
+            trace = json.loads(captured)
+            assert trace["n_cand"] == 3 and trace["plan_status"] == "valid" and trace["engine"] == engine
+            assert {r["name"] for r in trace["results"][:2]} == {"SCN1A", "SCN2A"}  # rescored by "sodium channel"
+            assert "MATCH" in trace["cypher"] and trace["bindings"][0]["bindings"][0]["name"] == "chromosome 2"
+            out = tmp_path / f"{engine}.json"
+            main([*base, "eval", "--skb", str(toy_dir), "--method", "graph", "--output-json", str(out)])
+            assert "| graph | 4 |" in capsys.readouterr().out
+            rep = json.loads(out.read_text())
+            assert rep["n"] == 4 and 0 <= rep["hit@1"] <= 1
+        assert len(srv.requests) == 4  # one LLM call per distinct query; the second engine replayed the cache
