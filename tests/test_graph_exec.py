@@ -152,3 +152,30 @@ def test_keep_top_threshold():
     assert ids.tolist() == [3, 1]  # 0.84 < 0.95 * 0.9
     ids, _ = keep_top(np.array([3, 1, 2]), np.array([0.9, 0.89, 0.88]), 2, 0.5)
     assert ids.tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("cypher", [
+    "MATCH (n:gene) DETACH DELETE n RETURN 1 AS id",
+    "CREATE (n:gene {id: 1}) RETURN n.id AS id",
+    "MATCH (n) SET n.name = 'x' RETURN n.id AS id",
+    "CALL db.labels() YIELD label RETURN label",
+    "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l",
+])
+def test_read_only_guard_refuses_writes(cypher, toy_skb, tmp_path):
+    from grasp.errors import GraspError
+    from grasp.graph.backends import KuzuBackend
+    from grasp.graph.compiler import CompiledQuery, assert_read_only
+
+    with pytest.raises(GraspError, match="read-only"):
+        assert_read_only(cypher)
+    backend = KuzuBackend(toy_skb, tmp_path, buffer_pool_mb=64)
+    with pytest.raises(GraspError):
+        backend.run(CompiledQuery(cypher))
+    assert backend.run(CompiledQuery("MATCH (n:gene) RETURN n.id AS id, 0.0 AS score"))[0].size == 4
+
+
+def test_reserved_words_are_not_identifiers():
+    schema = Schema(name="r", node_types={"set": NodeTypeSpec(), "match": NodeTypeSpec()},
+                    relations=[RelationSpec(name="delete", source="set", target="match")], candidate_types=["set"])
+    names = CypherNames(schema)
+    assert names.label == {"set": "N_set", "match": "N_match"} and names.rel == {"delete": "R_delete"}

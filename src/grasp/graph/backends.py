@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from grasp.errors import ConfigError, GraspError, IndexCorruptError
-from grasp.graph.compiler import CompiledQuery, CypherNames
+from grasp.graph.compiler import CompiledQuery, CypherNames, assert_read_only
 from grasp.skb.graph import SKB
 from grasp.storage import atomic_dir
 
@@ -101,6 +101,7 @@ class KuzuBackend(GraphBackend):
                                                            "labels": names.label, "relations": names.rel}))
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
+        assert_read_only(query.cypher)
         try:
             result = self._conn.execute(query.cypher, query.params)
         except RuntimeError as e:
@@ -167,6 +168,8 @@ class Neo4jBackend(GraphBackend):
             s.run("CREATE (m:GraspMeta {fingerprint: $f})", f=skb.fingerprint).consume()
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
+        assert_read_only(query.cypher)
+
         def work(tx):
             return [(rec["id"], rec["score"]) for rec in tx.run(query.cypher, query.params)]
 

@@ -19,9 +19,27 @@ from grasp.graph.tree import VarNode, anchor_vars, plan_tree
 from grasp.plan.model import Plan
 from grasp.skb.schema import Schema
 
+WRITE_KEYWORDS = ("CREATE", "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "DROP", "LOAD", "CALL", "FOREACH",
+                  "COPY", "ALTER", "INSTALL", "ATTACH", "EXPORT", "IMPORT")
+_RESERVED = set(WRITE_KEYWORDS) | {"MATCH", "WITH", "RETURN", "WHERE", "CASE", "WHEN", "THEN", "ELSE", "END", "IN",
+                                   "AS", "AND", "OR", "NOT", "UNION", "ALL", "OPTIONAL", "UNWIND", "ORDER", "BY",
+                                   "LIMIT", "SKIP", "NULL", "TRUE", "FALSE", "IS", "DISTINCT", "EXISTS", "COUNT"}
+_WRITE_RE = re.compile(r"\b(" + "|".join(WRITE_KEYWORDS) + r")\b", re.IGNORECASE)
+
+
+def assert_read_only(cypher: str) -> None:
+    """Refuse any query that is not a read: compiled queries are MATCH / WITH / RETURN lines
+    whose identifiers never spell a Cypher keyword. A guard of its own, because not every Bolt
+    server enforces read-only transactions (ArcadeDB's plugin does not)."""
+    from grasp.errors import GraspError
+
+    lines = [line.split(" ", 1)[0] for line in cypher.strip().splitlines()]
+    if any(first not in ("MATCH", "WITH", "RETURN") for first in lines) or _WRITE_RE.search(cypher):
+        raise GraspError("refusing to run a query that is not a read-only MATCH/WITH/RETURN query")
+
 
 class CypherNames:
-    """Safe, readable identifiers for the schema's node types and relation names."""
+    """Safe, readable identifiers for the schema's node types and relation names (never a Cypher keyword)."""
 
     def __init__(self, schema: Schema) -> None:
         self.label: dict[str, str] = {}
@@ -30,7 +48,7 @@ class CypherNames:
         for prefix, names, table in (("N", schema.type_names, self.label), ("R", schema.relation_names, self.rel)):
             for name in names:
                 ident = re.sub(r"\W+", "_", name).strip("_") or prefix
-                if ident[0].isdigit():
+                if ident[0].isdigit() or ident.upper() in _RESERVED:
                     ident = f"{prefix}_{ident}"
                 base, i = ident, 2
                 while ident.lower() in used:
