@@ -65,6 +65,13 @@ class SKB:
     fingerprint: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def schema_only(cls, schema: Schema) -> SKB:
+        """An SKB with a schema and no nodes: enough to plan queries without the graph."""
+        empty = np.zeros(0, dtype=np.int32)
+        return cls(schema, np.zeros(0, dtype=np.int16), [], [], empty, empty.astype(np.int16), empty,
+                   fingerprint=f"schema-only-{schema.name}")
+
     # --- sizes and types -------------------------------------------------------------------
     @property
     def name(self) -> str:

@@ -296,3 +296,49 @@ def read_stark_qa(
             out_id = id_map.get(qid, qid) if id_map is not None else qid
             queries.append(Query(out_id, row.get("query", ""), list(answers), split, None))
     return queries
+
+
+# --- schemas without the graphs (for planning from STaRK's query text alone) ------------------
+
+_PRIME_PAIRS = {
+    "ppi": [("gene/protein", "gene/protein")],
+    "carrier": [("drug", "gene/protein")], "enzyme": [("drug", "gene/protein")],
+    "target": [("drug", "gene/protein")], "transporter": [("drug", "gene/protein")],
+    "contraindication": [("drug", "disease")], "indication": [("drug", "disease")], "off-label use": [("drug", "disease")],
+    "synergistic interaction": [("drug", "drug")],
+    "associated with": [("gene/protein", "disease"), ("effect/phenotype", "gene/protein")],
+    "parent-child": [(t, t) for t in ("disease", "effect/phenotype", "biological_process", "molecular_function",
+                                      "cellular_component", "pathway", "anatomy", "exposure")],
+    "phenotype absent": [("disease", "effect/phenotype")], "phenotype present": [("disease", "effect/phenotype")],
+    "side effect": [("drug", "effect/phenotype")],
+    "interacts with": [("gene/protein", t) for t in ("biological_process", "molecular_function", "cellular_component", "pathway")]
+    + [("exposure", t) for t in ("gene/protein", "biological_process", "molecular_function", "cellular_component")],
+    "linked to": [("exposure", "disease")],
+    "expression present": [("anatomy", "gene/protein")], "expression absent": [("anatomy", "gene/protein")],
+}
+_AMAZON_PAIRS = {"also_buy": [("product", "product")], "also_view": [("product", "product")],
+                 "has_brand": [("product", "brand")], "has_category": [("product", "category")],
+                 "has_color": [("product", "color")]}
+
+
+def stark_schema(dataset: str) -> Schema:
+    """STaRK's schema (node types, relations with their end types) without loading the graph."""
+    spec = DATASETS[dataset]
+    if dataset == "prime":
+        pairs = _PRIME_PAIRS
+    elif dataset == "amazon":
+        pairs = _AMAZON_PAIRS
+    else:  # MAG names carry their end types: source___relation___target
+        pairs = {name: [(name.split("___")[0], name.split("___")[2])] for name in spec.edge_types.values()}
+    relations = [RelationSpec(name=name, source=s, target=t) for name, ps in pairs.items() for s, t in ps]
+    return Schema(
+        name=f"stark-{dataset}",
+        description={"amazon": "Amazon products with brands, categories and colours; co-purchase and co-view links.",
+                     "mag": "Microsoft Academic Graph papers with authors, institutions, fields of study and citations.",
+                     "prime": "PrimeKG precision-medicine graph: diseases, genes/proteins, drugs, pathways, phenotypes, "
+                              "anatomy, GO terms and exposures."}[dataset],
+        node_types={t: NodeTypeSpec(text_fields=spec.text_fields.get(t, [])) for t in spec.node_types.values()},
+        relations=relations,
+        candidate_types=spec.candidate_types,
+        document_layout=spec.layout,
+    )
