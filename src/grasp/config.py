@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grasp.errors import ConfigError
+from grasp.errors import ConfigError, first_error
 
 
 class _Section(BaseModel):
@@ -139,6 +139,5 @@ def load_config(path: Path | None = None, overrides: list[str] | tuple[str, ...]
     try:
         return GraspConfig.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"config field '{loc}': {err['msg']}") from None
+        loc, msg = first_error(e)
+        raise ConfigError(f"config field '{loc}': {msg}") from None

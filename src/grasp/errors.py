@@ -51,3 +51,9 @@ class OfflineError(GraspError):
 
 class ConfigError(GraspError):
     """A configuration value or command-line option is invalid."""
+
+
+def first_error(e) -> tuple[str, str]:
+    """(dotted location, message) of a pydantic ValidationError's first error."""
+    err = e.errors()[0]
+    return ".".join(str(p) for p in err["loc"]), str(err["msg"]).removeprefix("Value error, ")

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from grasp.plan.model import RISK_LEVELS, Hop, Plan
+from grasp.errors import first_error
+from grasp.plan.model import RETRIEVAL_MODES, RISK_LEVELS, Hop, Plan
 from grasp.skb.schema import Schema
 
 
@@ -100,16 +101,14 @@ def _coerce(raw: dict[str, Any] | Plan | str, repairs: list[str]) -> Plan:
             a["match_mode"] = "name"
     if isinstance(raw.get("target"), dict) and isinstance(raw["target"].get("labels"), str):
         raw["target"]["labels"] = [raw["target"]["labels"]]
-    if raw.get("retrieval_mode") is not None and raw.get("retrieval_mode") not in (
-            "doc_search", "graph_filter_doc", "graph_expand", "graph_strict", "skip"):
+    if raw.get("retrieval_mode") is not None and raw.get("retrieval_mode") not in RETRIEVAL_MODES:
         repairs.append(f"unknown retrieval_mode {raw['retrieval_mode']!r} dropped")
         raw["retrieval_mode"] = None
     try:
         return Plan.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise PlanRejected(f"field '{loc}': {err['msg']}") from None
+        loc, msg = first_error(e)
+        raise PlanRejected(f"field '{loc}': {msg}") from None
 
 
 def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from grasp.errors import FormatError
+from grasp.errors import FormatError, first_error
 from grasp.skb.graph import SKB
 from grasp.skb.schema import RelationSpec, Schema
-from grasp.skb.textio import find_data_file, open_text
+from grasp.skb.textio import find_data_file, iter_json_objects, open_text
 from grasp.storage import atomic_dir, file_fingerprint, stable_hash
 
 FORMAT_VERSION = 1
@@ -38,9 +38,8 @@ def read_schema(path: Path) -> Schema:
     try:
         schema = Schema.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or None
-        raise FormatError(err["msg"].removeprefix("Value error, "), file=path, field=loc) from None
+        loc, msg = first_error(e)
+        raise FormatError(msg, file=path, field=loc or None) from None
     for t, spec in schema.node_types.items():
         if spec.name_field != "name":
             raise FormatError("must be 'name' in format version 1", file=path, field=f"node_types.{t}.name_field")
@@ -73,32 +72,23 @@ def _read_nodes(path: Path, schema: Schema) -> tuple[np.ndarray, list[str], list
     type_index = {t: i for i, t in enumerate(schema.type_names)}
     rows: dict[int, tuple[int, str, dict[str, Any]]] = {}
     first_line: dict[int, int] = {}
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise FormatError(f"malformed JSON ({e.msg})", file=path, line=lineno) from None
-            if not isinstance(rec, dict):
-                raise FormatError("expected a JSON object", file=path, line=lineno)
-            nid = rec.get("id")
-            if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
-                raise FormatError("must be a non-negative integer", file=path, line=lineno, field="id")
-            if nid in first_line:
-                raise FormatError(f"duplicate node id {nid} (first on line {first_line[nid]})", file=path, line=lineno, field="id")
-            first_line[nid] = lineno
-            ntype = rec.get("type")
-            if ntype not in type_index:
-                raise FormatError(
-                    f"unknown node type {ntype!r} (schema has: {', '.join(schema.type_names)})",
-                    file=path, line=lineno, field="type",
-                )
-            name = rec.get("name")
-            if not isinstance(name, str) or not name.strip():
-                raise FormatError("missing or empty name", file=path, line=lineno, field="name")
-            rows[nid] = (type_index[ntype], name, _check_field_values(rec.get("fields"), path, lineno))
+    for lineno, rec in iter_json_objects(path):
+        nid = rec.get("id")
+        if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
+            raise FormatError("must be a non-negative integer", file=path, line=lineno, field="id")
+        if nid in first_line:
+            raise FormatError(f"duplicate node id {nid} (first on line {first_line[nid]})", file=path, line=lineno, field="id")
+        first_line[nid] = lineno
+        ntype = rec.get("type")
+        if ntype not in type_index:
+            raise FormatError(
+                f"unknown node type {ntype!r} (schema has: {', '.join(schema.type_names)})",
+                file=path, line=lineno, field="type",
+            )
+        name = rec.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise FormatError("missing or empty name", file=path, line=lineno, field="name")
+        rows[nid] = (type_index[ntype], name, _check_field_values(rec.get("fields"), path, lineno))
     n = len(rows)
     if n == 0:
         raise FormatError("no nodes", file=path)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grasp.errors import FormatError
-from grasp.skb.textio import open_text
+from grasp.skb.textio import iter_json_objects
 
 
 @dataclass
@@ -41,35 +41,26 @@ def read_queries(path: Path | str) -> list[Query]:
         raise FormatError("queries file not found", file=path)
     queries: list[Query] = []
     seen: dict[str, int] = {}
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise FormatError(f"malformed JSON ({e.msg})", file=path, line=lineno) from None
-            if not isinstance(rec, dict):
-                raise FormatError("expected a JSON object", file=path, line=lineno)
-            qid = rec.get("id")
-            if not isinstance(qid, (int, str)) or isinstance(qid, bool) or qid == "":
-                raise FormatError("missing or invalid query id", file=path, line=lineno, field="id")
-            qid = str(qid)
-            if qid in seen:
-                raise FormatError(f"duplicate query id {qid} (first on line {seen[qid]})", file=path, line=lineno, field="id")
-            seen[qid] = lineno
-            text = rec.get("query")
-            if not isinstance(text, str) or not text.strip():
-                raise FormatError("missing or empty query text", file=path, line=lineno, field="query")
-            answers = rec.get("answer_ids", [])
-            if not isinstance(answers, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in answers):
-                raise FormatError("must be a list of integer node ids", file=path, line=lineno, field="answer_ids")
-            split = rec.get("split")
-            template = rec.get("template")
-            for name, value in (("split", split), ("template", template)):
-                if value is not None and not isinstance(value, str):
-                    raise FormatError("must be a string", file=path, line=lineno, field=name)
-            queries.append(Query(qid, text, answers, split, template))
+    for lineno, rec in iter_json_objects(path):
+        qid = rec.get("id")
+        if not isinstance(qid, (int, str)) or isinstance(qid, bool) or qid == "":
+            raise FormatError("missing or invalid query id", file=path, line=lineno, field="id")
+        qid = str(qid)
+        if qid in seen:
+            raise FormatError(f"duplicate query id {qid} (first on line {seen[qid]})", file=path, line=lineno, field="id")
+        seen[qid] = lineno
+        text = rec.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise FormatError("missing or empty query text", file=path, line=lineno, field="query")
+        answers = rec.get("answer_ids", [])
+        if not isinstance(answers, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in answers):
+            raise FormatError("must be a list of integer node ids", file=path, line=lineno, field="answer_ids")
+        split = rec.get("split")
+        template = rec.get("template")
+        for name, value in (("split", split), ("template", template)):
+            if value is not None and not isinstance(value, str):
+                raise FormatError("must be a string", file=path, line=lineno, field=name)
+        queries.append(Query(qid, text, answers, split, template))
     return queries
 
 

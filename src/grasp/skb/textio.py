@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from grasp.errors import FormatError
 
 
 def open_text(path: Path, mode: str = "r") -> IO[str]:
@@ -24,3 +28,19 @@ def find_data_file(directory: Path, stem: str) -> Path | None:
         if candidate.exists():
             return candidate
     return None
+
+
+def iter_json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line of a JSONL file; a line that is not a JSON
+    object raises :class:`FormatError` naming the file and line."""
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise FormatError(f"malformed JSON ({e.msg})", file=path, line=lineno) from None
+            if not isinstance(rec, dict):
+                raise FormatError("expected a JSON object", file=path, line=lineno)
+            yield lineno, rec
