@@ -144,3 +144,39 @@ def test_graph_method_end_to_end(toy_dir, tmp_path, capsys):
             rep = json.loads(out.read_text())
             assert rep["n"] == 4 and 0 <= rep["hit@1"] <= 1
         assert len(srv.requests) == 4  # one LLM call per distinct query; the second engine replayed the cache
+
+
+@pytest.mark.parametrize("dataset", ["amazon", "mag", "prime"])
+def test_stark_prompts_without_the_graph(dataset):
+    """STaRK's schema alone is enough to build the prompt; its worked examples are valid plans."""
+    from grasp.plan.prompt import load_examples
+    from grasp.plan.validate import check_plan
+    from grasp.skb import SKB
+    from grasp.skb.stark import stark_schema
+
+    schema = stark_schema(dataset)
+    builder = PromptBuilder(SKB.schema_only(schema))
+    assert builder.retrieval_mode == (dataset == "amazon")
+    guidance = {"amazon": "retrieval_mode", "mag": "Metapath templates", "prime": "biomedical"}[dataset]
+    assert guidance in builder.system
+    examples = load_examples(f"stark-{dataset}")
+    assert len(examples) >= 4
+    for ex in examples:
+        assert check_plan(ex.plan, schema).status == "valid", ex.qid
+        assert ex.query in builder.system
+
+
+def test_examples_drawn_from_train_split(toy_dir, tmp_path, capsys):
+    """Zero-shot plans that retrieve their gold become the prompt's worked examples."""
+    from grasp.cli import main
+    from grasp.config import load_config
+    from grasp.pipeline import Workspace
+
+    with FakeChatServer([GOOD]) as srv:
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+                "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory"]
+        main([*base, "plans", "examples", "--skb", str(toy_dir), "--split", "test"])
+        assert "1 examples" in capsys.readouterr().out  # query 1 (genes on chromosome 2) retrieves its gold
+        cfg = load_config(None, [a for a in base[4:] if a != "--set"])
+        ws = Workspace.open(toy_dir, cfg.model_copy(update={"cache_dir": tmp_path / "c"}), progress=False)
+        assert "Query: sodium channel genes on chromosome 2" in ws.planner.builder.system

@@ -217,6 +217,30 @@ def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_
     click.echo(json.dumps(summary, indent=1))
 
 
+@plans.command("examples")
+@skb_option
+@stark_option
+@click.option("--split", default="train", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="Train queries to try.")
+@click.option("--max-examples", type=click.IntRange(min=1), default=12, show_default=True)
+@click.pass_context
+def plans_examples(ctx, skb_dir, stark_dataset, split, limit, max_examples):
+    """Select worked examples for the planner prompt from the SKB's own train split: plans that
+    retrieve a gold answer in the top 10, one per template. Used when no examples ship for the SKB."""
+    from grasp.plan.examples import select_examples, write_examples
+    from grasp.plan.prompt import load_examples, profile_of
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    if load_examples(profile_of(ws.skb)):
+        raise GraspError(f"examples ship for profile {profile_of(ws.skb)!r}; nothing to select")
+    if ws.examples_path.exists():
+        raise GraspError(f"{ws.examples_path} exists; delete it to select again")
+    queries = ws.queries(split=split, limit=limit)
+    chosen = select_examples(ws.retriever("graph"), queries, max_examples=max_examples, progress=ctx.obj["progress"])
+    write_examples(chosen, ws.examples_path)
+    click.echo(f"{len(chosen)} examples -> {ws.examples_path}; later plans use them (a new prompt hash)")
+
+
 @cli.command("plan")
 @click.argument("query")
 @skb_option

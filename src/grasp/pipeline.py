@@ -63,14 +63,24 @@ class Workspace:
     def planner(self):
         """The Stage-1 planner: cached plans first (shipped + this workspace's), the LLM on a miss."""
         from grasp.plan.cache import PlanCache
+        from grasp.plan.examples import read_examples
         from grasp.plan.planner import Planner
+        from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
 
         cfg = self.config.planner
         shipped = Path(__file__).parent / "data" / "plans" / f"{self.skb.schema.name}.jsonl"
         cache = PlanCache(cfg.cache_file or self.cache_dir / "plans.jsonl", readonly=[shipped] if shipped.exists() else [])
         factory = None if cfg.kind == "cache" else (lambda: make_chat_client(cfg, self.config))
-        return Planner(self.skb, factory, cache, grammar=cfg.grammar, retries=cfg.retries,
-                       max_tokens=cfg.max_tokens, model_id=cfg.model)
+        examples = load_examples(profile_of(self.skb))
+        if not examples and self.examples_path.exists():  # drawn from this SKB's train split
+            examples = read_examples(self.examples_path)
+        return Planner(self.skb, factory, cache, builder=PromptBuilder(self.skb, examples=examples),
+                       grammar=cfg.grammar, retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model)
+
+    @property
+    def examples_path(self) -> Path:
+        """Worked examples selected from this SKB's train split by `grasp plans examples`."""
+        return self.cache_dir / "examples.jsonl"
 
     def retriever(self, method: str) -> Retriever:
         if method not in METHODS:
