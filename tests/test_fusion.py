@@ -1,0 +1,103 @@
+"""Reciprocal-rank fusion and its vectorised grid search, checked against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grasp.eval import evaluate_run
+from grasp.fuse import (
+    FusionTable,
+    bucket_of,
+    dynamic_rrf,
+    graph_weight,
+    search_dynamic,
+    search_static,
+    static_rrf,
+)
+from grasp.plan.model import RISK_LEVELS
+from grasp.results import Ranking, Run
+from grasp.skb.queries import Query
+
+
+def test_static_formula_by_hand():
+    g = Run("g", {"q": Ranking("q", [10, 20], [2.0, 1.0])})
+    m = Run("m", {"q": Ranking("q", [20, 30], [2.0, 1.0])})
+    fused = static_rrf(g, m, w=0.5, k=1)["q"]
+    # 10: .5/2 ; 20: .5/3 + .5/2 ; 30: .5/3
+    assert fused.node_ids.tolist() == [20, 10, 30]
+    assert fused.scores.tolist() == pytest.approx([0.5 / 3 + 0.25, 0.25, 0.5 / 3])
+
+
+def test_dynamic_zero_weight_is_the_dense_ranking():
+    g = Run("g", {"q": Ranking("q", [1, 2, 3], [3, 2, 1])})
+    m = Run("m", {"q": Ranking("q", [3, 2, 1], [3, 2, 1])})
+    assert dynamic_rrf(g, m, {"q": 0.0}, k=60)["q"].node_ids.tolist() == [3, 2, 1]
+    assert dynamic_rrf(g, m, {"q": 5.0}, k=60)["q"].node_ids.tolist() == [1, 2, 3]
+
+
+def test_buckets_and_weights():
+    assert [bucket_of(n) for n in (0, 1, 10, 11, 50, 51, 100, 101, 500, 501)] == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4]
+    assert graph_weight(30, "weak", [1, 2, 3, 4, 5], [0, 0.5, 1, 2]) == 1.0
+    assert graph_weight(30, "garbage", [1, 2, 3, 4, 5], [0, 0.5, 1, 2]) == 0.0  # unknown risk = no_trade
+
+
+def random_runs(seed=0, n_q=80):
+    rng = np.random.default_rng(seed)
+    g_run, m_run, queries = Run("g"), Run("m"), []
+    for i in range(n_q):
+        qid = str(i)
+        pool = rng.choice(400, size=120, replace=False)
+        gold = rng.choice(pool, size=int(rng.integers(1, 4)), replace=False)
+        n_cand = int(rng.choice([3, 30, 80, 300, 900]))
+        g_ids = rng.permutation(pool)[: min(n_cand, 60)]
+        m_ids = rng.permutation(pool)[:60]
+        g_run.add(Ranking(qid, g_ids, np.linspace(1, 0, g_ids.size),
+                          meta={"n_cand": n_cand, "risk_level": str(rng.choice(RISK_LEVELS))}))
+        m_run.add(Ranking(qid, m_ids, np.linspace(1, 0, m_ids.size)))
+        queries.append(Query(qid, "q", gold.tolist()))
+    return g_run, m_run, queries
+
+
+def test_static_grid_equals_brute_force():
+    g, m, queries = random_runs(1)
+    table = FusionTable.build(g, m, queries)
+    res = search_static(table, ws=(0.0, 0.3, 0.7, 1.0), ks=(1, 20, 60))
+    for i, w in enumerate((0.0, 0.3, 0.7, 1.0)):
+        for j, k in enumerate((1, 20, 60)):
+            brute = evaluate_run(static_rrf(g, m, w=w, k=k), queries).means["hit@1"]
+            assert res.surface[i, j] == pytest.approx(brute)
+    assert res.hit1 == pytest.approx(res.surface.max()) and res.within_1pt >= 1
+
+
+def test_dynamic_grid_equals_brute_force_and_finds_the_best():
+    g, m, queries = random_runs(2)
+    table = FusionTable.build(g, m, queries)
+    w_bucket = ((1.0, 2.0), (0.5, 1.0), (0.2,), (0.0, 0.1), (0.0,))
+    m_risk = ((0.0, 0.5), (1.0,), (0.75, 1.5), (1.0, 2.0))
+    res = search_dynamic(table, ks=(5, 40), w_bucket=w_bucket, m_risk=m_risk)
+    assert res.n_settings == 2 * 2 * 2 * 1 * 2 * 1 * 2 * 1 * 2 * 2
+    best_brute = -1.0
+    import itertools
+
+    for k in (5, 40):
+        for wb in itertools.product(*w_bucket):
+            for mr in itertools.product(*m_risk):
+                weights = {qid: graph_weight(g[qid].meta["n_cand"], g[qid].meta["risk_level"], wb, mr) for qid in g}
+                best_brute = max(best_brute, evaluate_run(dynamic_rrf(g, m, weights, k=k), queries).means["hit@1"])
+    assert res.hit1 == pytest.approx(best_brute)
+    b = res.best
+    weights = {qid: graph_weight(g[qid].meta["n_cand"], g[qid].meta["risk_level"], b["w_bucket"],
+                                 [b["m_risk"][r] for r in RISK_LEVELS]) for qid in g}
+    assert evaluate_run(dynamic_rrf(g, m, weights, k=b["k"]), queries).means["hit@1"] == pytest.approx(res.hit1)
+
+
+def test_full_paper_grid_is_fast():
+    import time
+
+    g, m, queries = random_runs(3, n_q=300)
+    table = FusionTable.build(g, m, queries)
+    t = time.perf_counter()
+    res = search_dynamic(table)
+    assert res.n_settings == 7 * 5 * 4 * 4 * 3 * 3 * 4 * 4 * 4 * 4
+    assert time.perf_counter() - t < 60  # seconds, not hours (loose bound: CI machines are noisy)
