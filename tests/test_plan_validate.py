@@ -37,6 +37,7 @@ def test_valid_plan(toy_skb):
     (P([A("C", "chr 2", "chromosome")], [H("C", "on_chromosome", "T", "gene"), H("T", "involved_in", "X", "process")]),
      "ends at a free variable"),
     (P([A("T", "ion transport", "process")], [H("T", "involved_in", "T", "gene")]), "renamed A1"),
+    (P([A("T", "ion transport", "process")], [H("T", "is_a", "T", "process")], labels=["process"]), "walks to itself"),
     (P([A("C", "chr 2", "chromosome")], [H("T", "on_chromosome", "C", "chromosome")]), None),
     (P([A("C", "chr 2", "chromosome")], [H("C", "on_chromosome", "T", "gene")], labels=["gene", "chromosome"]),
      "'chromosome' is not a candidate type"),
@@ -47,7 +48,7 @@ def test_repairs(toy_skb, plan, repair):
     assert c.status in ("repaired", "valid"), c.reason
     if repair:
         assert any(repair in r for r in c.repairs), c.repairs
-    assert c.plan.target.labels == ["gene"]
+    assert c.plan.target.labels == (["process"] if "walks to itself" in (repair or "") else ["gene"])
 
 
 @pytest.mark.parametrize("plan, reason", [

@@ -205,12 +205,14 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
 
 def _split_anchor_from_target(anchors, hops, target_labels, target_var, schema, repairs):
     """A small model often names an anchor "T" and then walks from "T": when the anchor's type is
-    not the target's and a hop from "T" fits the anchor's type, the anchor gets its own variable."""
+    not the target's, or a hop goes from "T" to "T", and a hop from "T" fits the anchor's type,
+    the anchor gets its own variable (the start of those hops)."""
     wanted = {_resolve(t, schema.type_names) for t in target_labels} | {h.to_label for h in hops if h.to_var == target_var}
     used = {a.var for a in anchors} | {h.from_var for h in hops} | {h.to_var for h in hops}
     out_anchors = []
     for a in anchors:
-        if a.var != target_var or not hops or a.label in wanted:
+        self_loop = any(h.from_var == h.to_var == target_var for h in hops)
+        if a.var != target_var or not hops or (a.label in wanted and not self_loop):
             out_anchors.append(a)
             continue
         new = next(f"A{i}" for i in range(1, 100) if f"A{i}" not in used)
@@ -223,7 +225,8 @@ def _split_anchor_from_target(anchors, hops, target_labels, target_var, schema, 
         if not moved:
             out_anchors.append(a)
             continue
-        repairs.append(f"anchor on the target variable {target_var} is a {a.label!r}, not an answer type; renamed {new}")
+        why = "walks to itself" if self_loop else f"is a {a.label!r}, not an answer type"
+        repairs.append(f"anchor on the target variable {target_var} {why}; renamed {new}")
         out_anchors.append(a.model_copy(update={"var": new}))
     return out_anchors, hops
 
