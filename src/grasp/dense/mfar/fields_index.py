@@ -1,0 +1,103 @@
+"""Per-field scorers for mFAR: a BM25 index and an embedding matrix for every field.
+
+Both cover the SKB's candidate nodes, in ``node_ids`` order. A node with an empty field has an
+all-zero embedding and an empty BM25 document, so that field contributes nothing for it.
+Field scores are put on comparable scales: BM25 is divided by the query's best BM25 score in
+that field (so it lies in [0, 1]); dense scores are cosines. The same scaling is used in
+training and at test time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from grasp.config import BM25Config
+from grasp.dense.bm25 import BM25Retriever
+from grasp.encode.encoder import Encoder
+from grasp.encode.store import EmbeddingStore
+from grasp.skb.documents import DocumentLayout
+from grasp.skb.fields import FieldSpec, field_specs, field_text
+from grasp.skb.graph import SKB
+
+
+class _FieldLayout(DocumentLayout):
+    """One field of the node as its 'document' (so the BM25 and embedding code serve fields too)."""
+
+    def __init__(self, base: DocumentLayout, spec: FieldSpec, max_names: int) -> None:
+        self.base, self.spec, self.max_names = base, spec, max_names
+        self.name = f"field-{spec.name}"
+        self.version = base.version
+
+    @property
+    def key(self) -> str:
+        return f"{self.base.key}/{self.spec.kind}:{self.spec.name}:{self.spec.source}:{self.max_names}"
+
+    def document(self, skb: SKB, node: int) -> str:
+        return field_text(skb, node, self.spec, self.base, max_names=self.max_names)
+
+
+class FieldIndex:
+    def __init__(self, skb: SKB, layout: DocumentLayout, encoder: Encoder, root: Path, *,
+                 bm25: BM25Config | None = None, fields: Sequence[str] | None = None, max_names: int = 64,
+                 dtype: str = "float16", progress: bool = True) -> None:
+        self.skb = skb
+        self.encoder = encoder
+        self.node_ids = skb.candidate_ids
+        specs = field_specs(skb)
+        self.specs = [s for s in specs if fields is None or s.name in fields]
+        self.layouts = [_FieldLayout(layout, s, max_names) for s in self.specs]
+        store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
+        self.lexical: list[BM25Retriever] = []
+        self.dense: list[np.ndarray] = []
+        for spec, lay in zip(self.specs, self.layouts, strict=True):
+            texts_cache: dict[int, str] = {}
+
+            def text_of(i: int, lay=lay, cache=texts_cache) -> str:
+                if i not in cache:
+                    cache[i] = lay.document(skb, i)
+                return cache[i]
+
+            self.lexical.append(BM25Retriever(skb, lay, Path(root) / "mfar", bm25, progress=progress,
+                                              node_ids=self.node_ids))
+            key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
+            emb = store.get(f"field-{spec.name.replace(':', '_')}", key, self.node_ids,
+                            lambda i, f=text_of: f(i) or "", encoder, progress=progress)
+            empty = np.array([not text_of(int(i)) for i in self.node_ids])
+            self.dense.append(_zero_rows(emb, empty))
+        self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
+
+    @property
+    def n_fields(self) -> int:
+        return len(self.specs)
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[list[int]]]:
+        """Token ids of each query in each field's vocabulary: [field][query] -> ids."""
+        return [r.tokenizer.tokenize(list(texts), update_vocab=False, return_as="ids", show_progress=False)
+                for r in self.lexical]
+
+    def lexical_scores(self, tokens: Sequence[Sequence[int]]) -> np.ndarray:
+        """(F, N) BM25 of one query (its ids per field) in every field, each row divided by its maximum."""
+        out = np.zeros((self.n_fields, self.node_ids.size), dtype=np.float32)
+        for f, (r, ids) in enumerate(zip(self.lexical, tokens, strict=True)):
+            if len(ids) == 0:
+                continue
+            s = np.asarray(r.model.get_scores(list(ids)), dtype=np.float32)
+            top = float(s.max()) if s.size else 0.0
+            if top > 0:
+                out[f] = s / top
+        return out
+
+    def dense_scores(self, query_vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(F, len(rows)) cosines of one query with the given candidate rows in every field."""
+        return np.stack([np.asarray(m[rows], dtype=np.float32) @ query_vec for m in self.dense])
+
+
+def _zero_rows(matrix: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    if not empty.any():
+        return matrix
+    out = np.array(matrix, dtype=np.float32)
+    out[empty] = 0.0
+    return out
