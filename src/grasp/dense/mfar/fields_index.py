@@ -51,22 +51,19 @@ class FieldIndex:
         self.layouts = [_FieldLayout(layout, s, max_names) for s in self.specs]
         store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
         self.lexical: list[BM25Retriever] = []
-        self.dense: list[np.ndarray] = []
+        self.dense_rows: list[np.ndarray] = []   # per field: candidate rows whose field is non-empty
+        self.dense: list[np.ndarray] = []        # per field: their embeddings (memory-mapped)
         for spec, lay in zip(self.specs, self.layouts, strict=True):
-            texts_cache: dict[int, str] = {}
-
-            def text_of(i: int, lay=lay, cache=texts_cache) -> str:
-                if i not in cache:
-                    cache[i] = lay.document(skb, i)
-                return cache[i]
-
+            texts = [lay.document(skb, int(i)) for i in self.node_ids]
+            rows = np.array([r for r, t in enumerate(texts) if t], dtype=np.int64)
             self.lexical.append(BM25Retriever(skb, lay, Path(root) / "mfar", bm25, progress=progress,
                                               node_ids=self.node_ids))
             key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
-            emb = store.get(f"field-{spec.name.replace(':', '_')}", key, self.node_ids,
-                            lambda i, f=text_of: f(i) or "", encoder, progress=progress)
-            empty = np.array([not text_of(int(i)) for i in self.node_ids])
-            self.dense.append(_zero_rows(emb, empty))
+            row_text = dict(zip(self.node_ids[rows].tolist(), (texts[r] for r in rows), strict=True))
+            emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
+                            row_text.__getitem__, encoder, progress=progress)
+            self.dense_rows.append(rows)
+            self.dense.append(emb)
         self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
 
     @property
@@ -90,14 +87,20 @@ class FieldIndex:
                 out[f] = s / top
         return out
 
+    def dense_all(self, query_vec: np.ndarray) -> np.ndarray:
+        """(F, N) cosines of one query with every candidate in every field (0 where a field is empty)."""
+        out = np.zeros((self.n_fields, self.node_ids.size), dtype=np.float32)
+        for f, (rows, m) in enumerate(zip(self.dense_rows, self.dense, strict=True)):
+            if rows.size:
+                out[f, rows] = np.asarray(m, dtype=np.float32) @ query_vec
+        return out
+
     def dense_scores(self, query_vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """(F, len(rows)) cosines of one query with the given candidate rows in every field."""
-        return np.stack([np.asarray(m[rows], dtype=np.float32) @ query_vec for m in self.dense])
-
-
-def _zero_rows(matrix: np.ndarray, empty: np.ndarray) -> np.ndarray:
-    if not empty.any():
-        return matrix
-    out = np.array(matrix, dtype=np.float32)
-    out[empty] = 0.0
-    return out
+        out = np.zeros((self.n_fields, len(rows)), dtype=np.float32)
+        for f, (have, m) in enumerate(zip(self.dense_rows, self.dense, strict=True)):
+            pos = np.searchsorted(have, rows)
+            hit = (pos < have.size) & (have[np.minimum(pos, max(have.size - 1, 0))] == rows) if have.size else np.zeros(len(rows), bool)
+            if hit.any():
+                out[f, hit] = np.asarray(m[pos[hit]], dtype=np.float32) @ query_vec
+        return out

@@ -31,7 +31,7 @@ class MFARRetriever(Retriever):
     def field_scores(self, query_vec: np.ndarray, tokens: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(candidate rows, lexical (C, F), dense (C, F)) for one query."""
         lex_all = self.index.lexical_scores(tokens)                                   # (F, N)
-        dense_all = np.stack([np.asarray(m, dtype=np.float32) @ query_vec for m in self.index.dense])  # (F, N)
+        dense_all = self.index.dense_all(query_vec)                                    # (F, N)
         rows = np.unique(np.concatenate([_top(r, self.depth) for r in (*lex_all, *dense_all)]))
         return rows, lex_all[:, rows].T, dense_all[:, rows].T
 
