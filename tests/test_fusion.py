@@ -101,3 +101,25 @@ def test_full_paper_grid_is_fast():
     res = search_dynamic(table)
     assert res.n_settings == 7 * 5 * 4 * 4 * 3 * 3 * 4 * 4 * 4 * 4
     assert time.perf_counter() - t < 60  # seconds, not hours (loose bound: CI machines are noisy)
+
+
+@pytest.mark.slow
+def test_tune_fusion_and_fused_method_end_to_end(toy_dir, tmp_path, capsys):
+    """graph (through a fake LLM endpoint) + dense partner -> tuned setting -> --method fused."""
+    import json
+
+    from grasp.cli import main
+    from tests.fake_llm import FakeChatServer
+    from tests.test_planner import GOOD
+
+    with FakeChatServer([GOOD]) as srv:
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+                "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory"]
+        png = tmp_path / "heat.png"
+        main([*base, "tune", "fusion", "--skb", str(toy_dir), "--split", "test", "--dense-method", "dense",
+              "--heatmap", str(png)])
+        out = capsys.readouterr().out
+        assert "chosen:" in out and png.stat().st_size > 1000
+        main([*base, "eval", "--skb", str(toy_dir), "--method", "fused", "--output-json", str(tmp_path / "f.json")])
+    rep = json.loads((tmp_path / "f.json").read_text())
+    assert rep["method"] == "fused" and rep["n"] == 4

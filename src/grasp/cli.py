@@ -318,6 +318,29 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
     click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
 
 
+@cli.group("tune")
+def tune_group() -> None:
+    """Tune hyperparameters on validation."""
+
+
+@tune_group.command("fusion")
+@skb_option
+@stark_option
+@click.option("--split", default="val", show_default=True)
+@click.option("--dense-method", default="mfar", show_default=True, type=_method_choice())
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--heatmap", type=click.Path(dir_okay=False, path_type=Path), help="Write the static (w, k) Hit@1 heatmap PNG.")
+@click.pass_context
+def tune_fusion_cmd(ctx, skb_dir, stark_dataset, split, dense_method, limit, heatmap):
+    """Grid-search static and dynamic RRF on validation runs; save the better setting with the index."""
+    from grasp.tuning import tune_fusion
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    setting, info = tune_fusion(ws, split=split, dense_method=dense_method, limit=limit, heatmap=heatmap)
+    click.echo(json.dumps(info, indent=1))
+    click.echo(f"chosen: {setting.mode} (validation Hit@1 {setting.val_hit1:.4f}) -> {ws.cache_dir / 'fusion.json'}")
+
+
 # --- data ----------------------------------------------------------------------------------
 
 @cli.group()

@@ -197,5 +197,15 @@ def _mfar(ws: Workspace) -> Retriever:
     return mfar_retriever(ws)
 
 
+def _fused(ws: Workspace) -> Retriever:
+    from grasp.fuse.retriever import FusedRetriever, FusionSetting
+
+    path = ws.cache_dir / "fusion.json"
+    if not path.exists():
+        raise ConfigError(f"no fusion setting for this SKB ({path}); run `grasp tune fusion --skb ...` first")
+    setting = FusionSetting.load(path)
+    return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
+
+
 METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense, "graph": _graph,
-                                                        "mfar": _mfar}
+                                                        "mfar": _mfar, "fused": _fused}
