@@ -1,0 +1,148 @@
+"""Listwise LoRA fine-tuning of the cross-encoder (paper Section 3.3, appendix 7).
+
+Records: for each training query, the upstream (Stage-2) top-``depth`` pool; all its positives
+and its ``hard_negatives`` highest-ranked non-gold candidates. Each step, per query, a group of
+``group_size`` candidates: one positive sampled uniformly plus negatives resampled from the
+stored ones (so each positive meets different negatives on every visit). Loss: cross-entropy of
+the positive's position among the group's logits. LoRA adapters on all linear layers, cosine
+learning rate with warmup, gradient accumulation to ``global_batch`` queries, a checkpoint every
+``save_every`` steps (training resumes from it), the adapter saved with its config at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from grasp.results import Run
+from grasp.skb.queries import Query
+from grasp.storage import atomic_file
+
+
+@dataclass
+class RerankTrainConfig:
+    epochs: int = 2
+    lr: float = 3e-5
+    warmup: float = 0.05
+    global_batch: int = 16
+    micro_batch: int = 2
+    group_size: int = 24
+    hard_negatives: int = 30
+    depth: int = 100
+    max_length: int = 256
+    lora_r: int = 32
+    lora_alpha: int = 64
+    lora_dropout: float = 0.05
+    save_every: int = 50
+    seed: int = 13
+
+
+def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
+    """Training records from the upstream pool; queries with no positive in the pool are skipped."""
+    records = []
+    for q in queries:
+        r = upstream.get(q.qid)
+        if r is None:
+            continue
+        pool = r.node_ids[:depth].tolist()
+        gold = set(q.answer_ids)
+        pos = [n for n in pool if n in gold]
+        neg = [n for n in pool if n not in gold][:hard_negatives]
+        if pos and neg:
+            records.append({"qid": q.qid, "query": q.text, "positives": pos, "negatives": neg})
+    return records
+
+
+def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir: Path, *, model: str = "minilm",
+                   config: RerankTrainConfig | None = None, progress: bool = True) -> dict:
+    """Train a LoRA adapter; returns the log. The adapter ends in ``out_dir/adapter``."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import get_cosine_schedule_with_warmup
+
+    from grasp.rerank.cross_encoder import load_cross_encoder
+
+    cfg = config or RerankTrainConfig()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    tokenizer, base = load_cross_encoder(model)
+    device = next(base.parameters()).device
+    net = get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                          lora_dropout=cfg.lora_dropout, target_modules="all-linear"))
+    accum = max(1, cfg.global_batch // cfg.micro_batch)
+    steps_per_epoch = max(1, len(records) // cfg.global_batch)
+    total_steps = steps_per_epoch * cfg.epochs
+    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=cfg.lr)
+    sched = get_cosine_schedule_with_warmup(opt, int(cfg.warmup * total_steps), total_steps)
+    state = {"step": 0, "log": []}
+    ckpt = out_dir / "checkpoint.pt"
+    if ckpt.exists():
+        saved = torch.load(ckpt, weights_only=False)
+        net.load_state_dict(saved["model"], strict=False)
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        state = saved["state"]
+        rng.setstate(saved["rng"])
+    texts: dict[int, str] = {}
+
+    def text(n: int) -> str:
+        if n not in texts:
+            texts[n] = serialize(n)
+        return texts[n]
+
+    def group_loss(rec: dict) -> torch.Tensor:
+        pos = rng.choice(rec["positives"])
+        k = min(cfg.group_size - 1, len(rec["negatives"]))
+        negs = rng.sample(rec["negatives"], k)
+        docs = [text(n) for n in [pos, *negs]]
+        enc = tokenizer([rec["query"]] * len(docs), docs, truncation="only_second", max_length=cfg.max_length,
+                        padding=True, return_tensors="pt").to(device)
+        logits = net(**enc).logits[:, 0]
+        return torch.nn.functional.cross_entropy(logits[None, :], torch.zeros(1, dtype=torch.long, device=device))
+
+    net.train()
+    bar = tqdm(total=total_steps, initial=state["step"], desc="reranker", unit="step", disable=not progress)
+    while state["step"] < total_steps:
+        epoch, within = divmod(state["step"], steps_per_epoch)
+        order = list(range(len(records)))
+        random.Random(cfg.seed + epoch).shuffle(order)  # the same order for an epoch whatever the resume point
+        batch = order[within * cfg.global_batch : (within + 1) * cfg.global_batch]
+        opt.zero_grad()
+        total = 0.0
+        for start in range(0, len(batch), cfg.micro_batch):
+            losses = [group_loss(records[i]) for i in batch[start : start + cfg.micro_batch]]
+            loss = torch.stack(losses).mean() / accum
+            loss.backward()
+            total += float(loss.detach()) * accum * len(losses)
+        opt.step()
+        sched.step()
+        state["step"] += 1
+        entry = {"step": state["step"], "loss": total / max(len(batch), 1), "lr": sched.get_last_lr()[0]}
+        state["log"].append(entry)
+        bar.update(1)
+        bar.set_postfix(loss=f"{entry['loss']:.3f}")
+        if state["step"] % cfg.save_every == 0 or state["step"] == total_steps:
+            with atomic_file(ckpt, "wb") as f:
+                torch.save({"model": {k: v for k, v in net.state_dict().items() if "lora" in k or "classifier" in k
+                                      or "modules_to_save" in k or "score" in k},
+                            "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state,
+                            "rng": rng.getstate()}, f)
+    bar.close()
+    net.save_pretrained(str(out_dir / "adapter"))
+    (out_dir / "adapter" / "grasp_train.json").write_text(json.dumps({**asdict(cfg), "model": model,
+                                                                       "records": len(records)}, indent=1))
+    (out_dir / "log.json").write_text(json.dumps(state["log"]))
+    return state
+
+
+def mean_loss(log: list[dict], first: bool, n: int = 5) -> float:
+    part = log[:n] if first else log[-n:]
+    return float(np.mean([e["loss"] for e in part])) if part else float("nan")
