@@ -318,6 +318,31 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
     click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
 
 
+@train_group.command("reranker")
+@skb_option
+@stark_option
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
+@click.pass_context
+def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit):
+    """LoRA-train the cross-encoder on hard negatives from the fused top-100 of the train split (resumable)."""
+    from grasp.pipeline import reranked_retriever
+    from grasp.rerank import RerankTrainConfig, build_records, train_reranker
+    from grasp.rerank.train import mean_loss
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    cfg = ws.config.reranker
+    queries = ws.queries(split=cfg.train_split, limit=limit)
+    records = build_records(ws.run("fused", queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
+    rr = reranked_retriever(ws, trained=False, w=0.5, k=2.0)
+    tc = RerankTrainConfig(epochs=cfg.epochs, lr=cfg.lr, warmup=cfg.warmup, global_batch=cfg.global_batch,
+                           micro_batch=cfg.micro_batch, group_size=cfg.group_size, hard_negatives=cfg.hard_negatives,
+                           depth=cfg.depth, max_length=cfg.max_length, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                           seed=ws.config.seed)
+    state = train_reranker(records, rr.serialize, ws.reranker_dir, model=cfg.model, config=tc, progress=ctx.obj["progress"])
+    click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
+               f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
+
+
 @cli.group("tune")
 def tune_group() -> None:
     """Tune hyperparameters on validation."""
@@ -339,6 +364,21 @@ def tune_fusion_cmd(ctx, skb_dir, stark_dataset, split, dense_method, limit, hea
     setting, info = tune_fusion(ws, split=split, dense_method=dense_method, limit=limit, heatmap=heatmap)
     click.echo(json.dumps(info, indent=1))
     click.echo(f"chosen: {setting.mode} (validation Hit@1 {setting.val_hit1:.4f}) -> {ws.cache_dir / 'fusion.json'}")
+
+
+@tune_group.command("rerank")
+@skb_option
+@stark_option
+@click.option("--zero-shot", is_flag=True, help="Tune the zero-shot reranker's final fusion instead of the trained one's.")
+@click.option("--split", default="val", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1))
+@click.pass_context
+def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
+    """Choose the final fusion (w, k) of reranker and fused rankings on validation Hit@1."""
+    from grasp.tuning import tune_rerank
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    click.echo(json.dumps(tune_rerank(ws, trained=not zero_shot, split=split, limit=limit), indent=1))
 
 
 # --- data ----------------------------------------------------------------------------------

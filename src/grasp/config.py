@@ -111,6 +111,27 @@ class MFARConfig(_Section):
     val_split: str = "val"
 
 
+class RerankerConfig(_Section):
+    """Stage 3: the reranker, its LoRA training (CPU-sized defaults) and the final fusion."""
+
+    model: str = Field("minilm", description="cross-encoder base: 'minilm' or a local transformers checkpoint")
+    depth: int = Field(100, ge=1, description="upstream candidates reranked")
+    max_length: int = Field(256, ge=32, description="pair length (paper: 1024; 2048 on Prime)")
+    max_field_tokens: int = Field(300, ge=8, description="per-field truncation of the serialization (paper: 300/512)")
+    max_neighbors: int = Field(10, ge=0)
+    epochs: int = Field(2, ge=1)
+    lr: float = Field(3e-5, gt=0)
+    warmup: float = Field(0.05, ge=0, lt=1)
+    global_batch: int = Field(16, ge=1)
+    micro_batch: int = Field(2, ge=1)
+    group_size: int = Field(24, ge=2)
+    hard_negatives: int = Field(30, ge=1)
+    lora_r: int = Field(32, ge=1)
+    lora_alpha: int = Field(64, ge=1)
+    train_split: str = "train"
+    val_split: str = "val"
+
+
 class GraspConfig(_Section):
     cache_dir: Path | None = Field(None, description="index cache root; default $GRASP_CACHE_DIR or ~/.cache/grasp")
     document_layout: str | None = Field(None, description="override the SKB's document layout")
@@ -121,6 +142,7 @@ class GraspConfig(_Section):
     planner: PlannerConfig = PlannerConfig()
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()
+    reranker: RerankerConfig = RerankerConfig()
     seed: int = 13
 
 

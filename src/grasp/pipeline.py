@@ -85,6 +85,14 @@ class Workspace:
         return self.cache_dir / f"mfar-train-{stable_hash([self.config.mfar.model_dump(), self.encoder.model_id, self.layout.key])}"
 
     @property
+    def reranker_dir(self) -> Path:
+        """Where `grasp train reranker` keeps its records, checkpoints and the adapter."""
+        from grasp.storage import stable_hash
+
+        cfg = self.config.reranker
+        return self.cache_dir / f"reranker-{stable_hash([cfg.model_dump(), self.layout.key])}"
+
+    @property
     def examples_path(self) -> Path:
         """Worked examples selected from this SKB's train split by `grasp plans examples`."""
         return self.cache_dir / "examples.jsonl"
@@ -207,5 +215,39 @@ def _fused(ws: Workspace) -> Retriever:
     return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
 
 
+def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None):
+    """Stage 3 over the fused ranking: the zero-shot bi-encoder, or the trained cross-encoder;
+    the final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
+    import json
+
+    from grasp.rerank import BiEncoderReranker, CrossEncoderReranker, RerankedRetriever
+
+    cfg = ws.config.reranker
+    if trained:
+        adapter = ws.reranker_dir / "adapter"
+        if not adapter.exists():
+            raise ConfigError(f"no trained reranker for this SKB ({adapter}); run `grasp train reranker` first")
+        reranker = CrossEncoderReranker(cfg.model, adapter, max_length=cfg.max_length)
+    else:
+        reranker = BiEncoderReranker(ws.encoder)
+    tuned = ws.cache_dir / f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+    if w is None or k is None:
+        if not tuned.exists():
+            raise ConfigError(f"no final-fusion setting ({tuned}); run `grasp tune rerank` first")
+        setting = json.loads(tuned.read_text())
+        w, k = setting["w"], setting["k"]
+    return RerankedRetriever(ws.retriever("fused"), reranker, ws.skb, ws.layout, depth=cfg.depth, w=w, k=k,
+                             max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
+
+
+def _grasp_zero_shot(ws: Workspace) -> Retriever:
+    return reranked_retriever(ws, trained=False)
+
+
+def _grasp(ws: Workspace) -> Retriever:
+    return reranked_retriever(ws, trained=True)
+
+
 METHODS: dict[str, Callable[[Workspace], Retriever]] = {"bm25": _bm25, "dense": _dense, "graph": _graph,
-                                                        "mfar": _mfar, "fused": _fused}
+                                                        "mfar": _mfar, "fused": _fused,
+                                                        "grasp-zs": _grasp_zero_shot, "grasp": _grasp}

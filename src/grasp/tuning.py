@@ -57,3 +57,24 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None) -> dict:
+    """Static RRF of the reranker's ranking with the fused one, (w, k) chosen on validation Hit@1."""
+    import json
+
+    from grasp.pipeline import reranked_retriever
+    from grasp.results import Run
+
+    queries = ws.queries(split=split, limit=limit)
+    rr = reranked_retriever(ws, trained=trained, w=0.5, k=2.0)
+    upstream = ws.run("fused", queries, rr.depth)
+    reranked = Run("reranked")
+    for q in queries:
+        reranked.add(rr.rerank(q, upstream[q.qid]))
+    table = FusionTable.build(reranked, upstream, queries, candidate_mask=ws.skb.candidate_mask)
+    static = search_static(table)
+    setting = {"w": static.best["w"], "k": static.best["k"], "val_hit1": static.hit1, "split": split,
+               "n": len(queries), "within_1pt": static.within_1pt, "trained": trained}
+    (ws.cache_dir / f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json").write_text(json.dumps(setting, indent=1))
+    return setting
