@@ -33,6 +33,10 @@ def test_all_stages(toy_dir, tmp_path, capsys):
             main([*base, "eval", *skb, "--method", method, "--output-json", str(out)])
             rep = json.loads(out.read_text())
             assert rep["n"] == 4 and 0 <= rep["hit@1"] <= 1, method
+        main([*base, "report", *skb, "--split", "test", "--out", str(tmp_path / "report")])
+    md = (tmp_path / "report" / "ablation.md").read_text()
+    assert "+ trained reranker (GRASP)" in md and "graph only (Stage 1)" in md
+    assert (tmp_path / "report" / "ablation.png").stat().st_size > 1000
 
 
 def test_grasp_needs_training_first(toy_dir, tmp_path):

@@ -381,6 +381,21 @@ def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
     click.echo(json.dumps(tune_rerank(ws, trained=not zero_shot, split=split, limit=limit), indent=1))
 
 
+@cli.command()
+@skb_option
+@stark_option
+@click.option("--split", default="test", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True)
+@click.pass_context
+def report(ctx, skb_dir, stark_dataset, split, limit, out_dir):
+    """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions."""
+    from grasp.report import ablation
+
+    ws = _workspace(ctx, skb_dir, stark_dataset)
+    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir))
+
+
 # --- data ----------------------------------------------------------------------------------
 
 @cli.group()
