@@ -160,7 +160,10 @@ def demo(ctx, skb_dir, examples):
     queries = ws.queries()
     click.echo(f"{ws.skb!r}: {len(queries)} queries")
     reports = []
-    for m in sorted(METHODS):
+    for m in METHODS:
+        if m == "mfar" and not (ws.mfar_dir / "weights.pt").exists():
+            click.echo("skipped mfar: not trained on this KB (grasp train mfar --skb ...)")
+            continue
         try:
             _, report = ws.evaluate(m, queries)
         except GraspError as e:  # e.g. graph: plans not cached and no planner model fetched
