@@ -24,7 +24,11 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def bolt_server(tmp_path_factory):
+    import os
+
     bolt, http = _free_port(), _free_port()
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("arcade-cwd"))  # the JVM starts here, so ArcadeDB's ./log lands in a temp dir
     try:
         server = arcadedb.create_server(str(tmp_path_factory.mktemp("arcade")), root_password="grasp-test-pw",
                                         config={"http_port": http, "host": "127.0.0.1", "bolt_port": bolt,
@@ -32,6 +36,8 @@ def bolt_server(tmp_path_factory):
         server.start()
     except Exception as e:  # no JVM, port clash, ...
         pytest.skip(f"ArcadeDB Bolt server could not start: {e}")
+    finally:
+        os.chdir(here)
     yield server, f"bolt://127.0.0.1:{bolt}"
     server.stop()
 
