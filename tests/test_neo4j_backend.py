@@ -3,6 +3,7 @@ here on loopback with its Bolt plugin, which the official neo4j driver talks to.
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 
 import numpy as np
@@ -12,7 +13,8 @@ from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.memory import MemoryExecutor
 from tests.test_graph_exec import random_plan, random_skb
 
-arcadedb = pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (dev extra) provides the Bolt test server")
+if importlib.util.find_spec("arcadedb_embedded") is None:  # not imported here: the server runs in a helper process
+    pytest.skip("arcadedb-embedded (dev extra) provides the Bolt test server", allow_module_level=True)
 pytest.importorskip("neo4j")
 
 
@@ -22,37 +24,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+PASSWORD = "grasp-test-pw"
+
+
 @pytest.fixture(scope="module")
 def bolt_server(tmp_path_factory):
-    import os
+    """A real Bolt server in a helper process (see tests/bolt_server.py)."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
     bolt, http = _free_port(), _free_port()
-    here = os.getcwd()
-    os.chdir(tmp_path_factory.mktemp("arcade-cwd"))  # the JVM starts here, so ArcadeDB's ./log lands in a temp dir
+    work = tmp_path_factory.mktemp("arcade")
+    helper = Path(__file__).with_name("bolt_server.py")
+    proc = subprocess.Popen([sys.executable, str(helper), str(work / "db"), str(bolt), str(http), PASSWORD,
+                             "randgraph,toy"], cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()  # blocks until READY, or "" if the helper died
+    if line.strip() != "READY":
+        proc.kill()
+        pytest.skip("the ArcadeDB Bolt server could not start in its helper process")
+    yield f"bolt://127.0.0.1:{bolt}"
+    proc.stdin.close()
     try:
-        server = arcadedb.create_server(str(tmp_path_factory.mktemp("arcade")), root_password="grasp-test-pw",
-                                        config={"http_port": http, "host": "127.0.0.1", "bolt_port": bolt,
-                                                "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin"})
-        server.start()
-    except Exception as e:  # no JVM, port clash, ...
-        pytest.skip(f"ArcadeDB Bolt server could not start: {e}")
-    finally:
-        os.chdir(here)
-    yield server, f"bolt://127.0.0.1:{bolt}"
-    server.stop()
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
-def _backend(server, uri, skb, db):
+def _backend(uri, skb, db):
     from grasp.graph.backends import Neo4jBackend
 
-    server.create_database(db)
-    return Neo4jBackend(skb, uri, user="root", password="grasp-test-pw", database=db)
+    return Neo4jBackend(skb, uri, user="root", password=PASSWORD, database=db)
 
 
 def test_server_backend_equals_memory_executor(bolt_server):
-    server, uri = bolt_server
     skb = random_skb(11, n=150, e=600)
-    backend = _backend(server, uri, skb, "randgraph")
+    backend = _backend(bolt_server, skb, "randgraph")
     mem, names = MemoryExecutor(skb), CypherNames(skb.schema)
     rng = np.random.default_rng(3)
     nonempty = 0
@@ -72,8 +80,7 @@ def test_server_backend_loads_once_and_reads_only(bolt_server, toy_skb):
     from grasp.errors import GraspError
     from grasp.graph.compiler import CompiledQuery
 
-    server, uri = bolt_server
-    backend = _backend(server, uri, toy_skb, "toy")
+    backend = _backend(bolt_server, toy_skb, "toy")
     assert backend._loaded(toy_skb)
     with pytest.raises(GraspError, match="read-only"):  # refused before it reaches the server
         backend.run(CompiledQuery("MATCH (n:gene) DETACH DELETE n RETURN 1 AS id, 0.0 AS score"))
