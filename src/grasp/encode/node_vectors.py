@@ -35,9 +35,12 @@ class NodeVectors:
         self.store = EmbeddingStore(root, dtype=self.config.dtype)
         self.progress = progress
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._matrices: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 
     def embeddings(self, mode: Mode, node_type: str) -> tuple[np.ndarray, np.ndarray]:
-        """(node ids, matrix) of one node type in one mode."""
+        """(node ids, matrix) of one node type in one mode (loaded once, then kept)."""
+        if (mode, node_type) in self._matrices:
+            return self._matrices[(mode, node_type)]
         ids = self.skb.nodes_of_type(node_type)
         if mode == "name":
             key = {"mode": "name", "skb": self.skb.fingerprint}
@@ -49,6 +52,7 @@ class NodeVectors:
             raise ValueError(f"mode must be 'name' or 'doc', not {mode!r}")
         safe_type = node_type.replace("/", "_")
         matrix = self.store.get(f"{mode}-{safe_type}", key, ids, text_of, self.encoder, progress=self.progress)
+        self._matrices[(mode, node_type)] = (ids, matrix)
         return ids, matrix
 
     def index(self, mode: Mode, node_type: str) -> VectorIndex:
