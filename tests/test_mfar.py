@@ -73,3 +73,25 @@ def test_cli_train_then_eval(tmp_path, capsys):
     import json
 
     assert json.loads((tmp_path / "r.json").read_text())["n"] == 4
+
+
+def test_dense_subset_reuses_stage1_vectors(index, tmp_path):
+    from grasp.encode.node_vectors import NodeVectors
+
+    full, _ = index
+    vectors = NodeVectors(full.skb, full.encoder, get_layout("generic"), tmp_path / "nv", progress=False)
+    sub = FieldIndex(full.skb, get_layout("generic"), full.encoder, tmp_path / "mfar", dense_fields=["name", "single"],
+                     node_vectors=vectors, progress=False)
+    names = [s.name for s in sub.specs]
+    assert sub.has_dense == [n in ("name", "single") for n in names]
+    for n in ("name", "single"):  # the reused Stage-1 vectors equal the field's own embeddings
+        f = names.index(n)
+        np.testing.assert_allclose(np.asarray(sub.dense[f], np.float32), np.asarray(full.dense[f], np.float32), atol=2e-3)
+    assert not list((tmp_path / "mfar" / "embeddings").glob("field-*.npy"))  # nothing re-embedded
+    r = MFARRetriever(sub)
+    w = r.weights(torch.randn(2, sub.encoder.dim))
+    f = sub.n_fields
+    assert torch.all(w[:, f:][:, [not d for d in sub.has_dense]] == 0)
+    assert torch.allclose(w.sum(-1), torch.ones(2))
+    assert set(r.search("sodium channel", k=3).meta["field_weights"]) == (
+        {f"bm25:{n}" for n in names} | {"dense:name", "dense:single"})

@@ -39,6 +39,9 @@ def test_valid_plan_and_cache_hit(toy_skb, tmp_path):
     assert replay.plan("sodium channel genes on chromosome 2").check.plan == first.check.plan
     with pytest.raises(PlanNotCached, match="no cached plan"):
         replay.plan("another query")
+    lenient = Planner(toy_skb, None, PlanCache(tmp_path / "plans.jsonl"), model_id="fake-model", on_miss="no_trade")
+    miss = lenient.plan("another query")
+    assert miss.check.plan.risk_level == "no_trade" and not miss.check.usable and not miss.cached
 
 
 def test_non_json_then_fixed_after_feedback(toy_skb, tmp_path):

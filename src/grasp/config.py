@@ -68,6 +68,9 @@ class PlannerConfig(_Section):
     model: str = Field("qwen2.5-coder-1.5b-instruct-q4_k_m", description="model name (sent to an endpoint; cache key)")
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    on_miss: Literal["error", "no_trade"] = Field(
+        "error", description="kind=cache and a query without a cached plan: fail, or degrade it to no_trade "
+        "(Stage 2 then uses the dense branch alone)")
     grammar: bool = Field(True, description="constrain decoding with a JSON schema built from the SKB's schema")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     max_tokens: int = Field(400, ge=64)
@@ -100,6 +103,9 @@ class MFARConfig(_Section):
     """Stage 2's dense partner: mFAR's fields, scorers and training."""
 
     fields: list[str] | None = Field(None, description="restrict to these field names (default: all of the SKB's)")
+    dense_fields: list[str] | None = Field(
+        ["name", "single"], description="fields that also get a dense scorer (null: every field, mFAR's full setup). "
+        "name and single reuse the Stage-1 vector indexes; every other field costs an embedding pass over the KB")
     max_names: int = Field(64, ge=1, description="neighbour names per relation field")
     depth: int = Field(100, ge=1, description="top-k of every (field, scorer) pooled before scoring")
     epochs: int = Field(10, ge=1)

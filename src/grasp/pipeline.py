@@ -75,7 +75,8 @@ class Workspace:
         if not examples and self.examples_path.exists():  # drawn from this SKB's train split
             examples = read_examples(self.examples_path)
         return Planner(self.skb, factory, cache, builder=PromptBuilder(self.skb, examples=examples),
-                       grammar=cfg.grammar, retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model)
+                       grammar=cfg.grammar, retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model,
+                       on_miss=cfg.on_miss)
 
     @property
     def mfar_dir(self) -> Path:
@@ -192,7 +193,8 @@ def mfar_retriever(ws: Workspace, *, trained: bool = True):
 
     cfg = ws.config.mfar
     index = FieldIndex(ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=ws.config.bm25, fields=cfg.fields,
-                       max_names=cfg.max_names, dtype=ws.config.vector_index.dtype, progress=ws.progress)
+                       dense_fields=cfg.dense_fields, node_vectors=ws.node_vectors, max_names=cfg.max_names,
+                       dtype=ws.config.vector_index.dtype, progress=ws.progress)
     retriever = MFARRetriever(index, depth=cfg.depth)
     weights = ws.mfar_dir / "weights.pt"
     if trained and weights.exists():

@@ -49,9 +49,13 @@ class PlanOutcome:
 class Planner:
     def __init__(self, skb: SKB, client: ChatClient | Callable[[], ChatClient] | None, cache: PlanCache, *,
                  builder: PromptBuilder | None = None, grammar: bool = True, retries: int = 1, max_tokens: int = 400,
-                 model_id: str | None = None) -> None:
+                 model_id: str | None = None, on_miss: str = "error") -> None:
         """``client`` may be a factory: it is called on the first cache miss only, so replaying
-        cached plans never loads a model."""
+        cached plans never loads a model. Without a client, a query with no cached plan raises
+        :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``)."""
+        if on_miss not in ("error", "no_trade"):
+            raise ValueError(f"on_miss must be 'error' or 'no_trade', not {on_miss!r}")
+        self.on_miss = on_miss
         self.skb = skb
         self._client = client
         self.cache = cache
@@ -77,6 +81,8 @@ class Planner:
         if hit is not None:
             check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
             return PlanOutcome(query, check, hit.get("raw", ""), True, 0.0, hit.get("attempts", 1), hit.get("error"))
+        if self._client is None and self.on_miss == "no_trade":
+            return PlanOutcome(query, _failed(self.skb, "no cached plan"), "", False, 0.0, 0, "not planned")
         if self._client is None:
             raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
                                 "plan it first with `grasp plans build` or configure an LLM (planner.kind)")

@@ -2,6 +2,9 @@
 
 Both cover the SKB's candidate nodes, in ``node_ids`` order. A node with an empty field has an
 all-zero embedding and an empty BM25 document, so that field contributes nothing for it.
+Every field has a BM25 scorer; the fields named in ``dense_fields`` also have a dense one (on a
+CPU each embedded field costs an encoder pass over the KB, so the default embeds only ``name``
+and ``single``, whose vectors are the Stage-1 name- and doc-mode indexes, reused as they are).
 Field scores are put on comparable scales: BM25 is divided by the query's best BM25 score in
 that field (so it lies in [0, 1]); dense scores are cosines. The same scaling is used in
 training and at test time.
@@ -15,8 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from grasp.config import BM25Config
+from grasp.errors import ConfigError
 from grasp.dense.bm25 import BM25Retriever
 from grasp.encode.encoder import Encoder
+from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
@@ -41,30 +46,61 @@ class _FieldLayout(DocumentLayout):
 
 class FieldIndex:
     def __init__(self, skb: SKB, layout: DocumentLayout, encoder: Encoder, root: Path, *,
-                 bm25: BM25Config | None = None, fields: Sequence[str] | None = None, max_names: int = 64,
-                 dtype: str = "float16", progress: bool = True) -> None:
+                 bm25: BM25Config | None = None, fields: Sequence[str] | None = None,
+                 dense_fields: Sequence[str] | None = None, node_vectors: NodeVectors | None = None,
+                 max_names: int = 64, dtype: str = "float16", progress: bool = True) -> None:
         self.skb = skb
         self.encoder = encoder
         self.node_ids = skb.candidate_ids
+        self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
         specs = field_specs(skb)
         self.specs = [s for s in specs if fields is None or s.name in fields]
+        if not self.specs:
+            raise ConfigError(f"mfar.fields {list(fields or [])} names none of this SKB's fields: "
+                              f"{', '.join(s.name for s in specs)}")
         self.layouts = [_FieldLayout(layout, s, max_names) for s in self.specs]
         store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
         self.lexical: list[BM25Retriever] = []
         self.dense_rows: list[np.ndarray] = []   # per field: candidate rows whose field is non-empty
         self.dense: list[np.ndarray] = []        # per field: their embeddings (memory-mapped)
+        self.has_dense: list[bool] = []
         for spec, lay in zip(self.specs, self.layouts, strict=True):
             texts = [lay.document(skb, int(i)) for i in self.node_ids]
             rows = np.array([r for r, t in enumerate(texts) if t], dtype=np.int64)
             self.lexical.append(BM25Retriever(skb, lay, Path(root) / "mfar", bm25, progress=progress,
                                               node_ids=self.node_ids))
-            key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
-            row_text = dict(zip(self.node_ids[rows].tolist(), (texts[r] for r in rows), strict=True))
-            emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
-                            row_text.__getitem__, encoder, progress=progress)
+            use_dense = dense_fields is None or spec.name in dense_fields
+            self.has_dense.append(use_dense)
+            if not use_dense:
+                emb = np.zeros((0, encoder.dim), dtype=np.float16)
+                rows = rows[:0]
+            elif node_vectors is not None and self._reusable(spec, layout, node_vectors):
+                emb = self._from_node_vectors(node_vectors, "name" if spec.kind == "name" else "doc", rows)
+            else:
+                key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
+                row_text = dict(zip(self.node_ids[rows].tolist(), (texts[r] for r in rows), strict=True))
+                emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
+                                row_text.__getitem__, encoder, progress=progress)
             self.dense_rows.append(rows)
             self.dense.append(emb)
-        self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
+
+    @staticmethod
+    def _reusable(spec: FieldSpec, layout: DocumentLayout, vectors: NodeVectors) -> bool:
+        """The name field is the name-mode text; single is the doc-mode text when the layouts agree."""
+        return spec.kind == "name" or (spec.kind == "single" and vectors.layout.key == layout.key)
+
+    def _from_node_vectors(self, vectors: NodeVectors, mode: str, rows: np.ndarray) -> np.ndarray:
+        """The Stage-1 vectors of these candidate rows, gathered from the per-type indexes."""
+        out = np.zeros((rows.size, self.encoder.dim), dtype=np.float16)
+        pos_of = {int(r): p for p, r in enumerate(rows.tolist())}
+        for t in self.skb.schema.candidate_types:
+            ids, matrix = vectors.embeddings(mode, t)  # type: ignore[arg-type]
+            pairs = [(j, pos_of[r]) for j, node in enumerate(ids.tolist())
+                     if (r := self.row_of.get(int(node), -1)) in pos_of]
+            if pairs:
+                src, dst = np.array(pairs).T
+                out[dst] = np.asarray(matrix)[src]
+        return out
 
     @property
     def n_fields(self) -> int:

@@ -25,7 +25,7 @@ class MFARRetriever(Retriever):
 
     def __init__(self, index: FieldIndex, weights: FieldWeights | None = None, *, depth: int = 100) -> None:
         self.index = index
-        self.weights = weights or FieldWeights(index.encoder.dim, index.n_fields)
+        self.weights = weights or FieldWeights(index.encoder.dim, index.n_fields, index.has_dense)
         self.depth = depth
         self.trained = False  # uniform weights until trained weights are loaded
 
@@ -51,9 +51,14 @@ class MFARRetriever(Retriever):
             scores = lex @ w[i, :f] + dense @ w[i, f:]
             run.add(Ranking.from_scores(q.qid, self.index.node_ids[rows], scores, stage=self.name, k=k,
                                         meta={"trained": self.trained,
-                                              "field_weights": dict(zip(self.weight_names(), w[i].round(4).tolist(), strict=True))}))
+                                              "field_weights": self.field_weights(w[i])}))
         return run
 
     def weight_names(self) -> list[str]:
         names = [s.name for s in self.index.specs]
         return [f"bm25:{n}" for n in names] + [f"dense:{n}" for n in names]
+
+    def field_weights(self, w: np.ndarray) -> dict[str, float]:
+        """The active (scorer:field) weights of one query, for explanations."""
+        active = [True] * self.index.n_fields + self.index.has_dense
+        return {n: round(float(x), 4) for n, x, a in zip(self.weight_names(), w, active, strict=True) if a}
