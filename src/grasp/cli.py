@@ -161,7 +161,7 @@ def demo(ctx, skb_dir, examples):
     click.echo(f"{ws.skb!r}: {len(queries)} queries")
     reports = []
     for m in METHODS:
-        if m == "mfar" and not (ws.mfar_dir / "weights.pt").exists():
+        if m == "mfar" and ws.artifact("mfar/weights.pt") is None:
             click.echo("skipped mfar: not trained on this KB (grasp train mfar --skb ...)")
             continue
         try:

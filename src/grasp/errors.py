@@ -57,3 +57,7 @@ def first_error(e) -> tuple[str, str]:
     """(dotted location, message) of a pydantic ValidationError's first error."""
     err = e.errors()[0]
     return ".".join(str(p) for p in err["loc"]), str(err["msg"]).removeprefix("Value error, ")
+
+
+class InputError(GraspError):
+    """A query or request parameter is invalid (empty, too long, binary, k out of range)."""

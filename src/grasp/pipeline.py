@@ -23,6 +23,8 @@ from grasp.skb import SKB, Query, load_skb, read_queries, select_queries
 from grasp.skb.documents import DocumentLayout, layout_for
 from grasp.storage import default_cache_dir
 
+SHIPPED_MODELS = Path(__file__).parent / "data" / "models"
+
 
 class Workspace:
     """One SKB + one configuration + the folder holding their indexes."""
@@ -92,6 +94,41 @@ class Workspace:
 
         cfg = self.config.reranker
         return self.cache_dir / f"reranker-{stable_hash([cfg.model_dump(), self.layout.key])}"
+
+    def artifact_path(self, name: str) -> Path:
+        """Where this workspace writes a trained artifact: ``fusion.json``,
+        ``rerank-fusion-{trained,zero-shot}.json``, ``mfar/weights.pt`` or ``reranker/adapter``."""
+        if name.startswith("mfar/"):
+            return self.mfar_dir / name.removeprefix("mfar/")
+        if name.startswith("reranker/"):
+            return self.reranker_dir / name.removeprefix("reranker/")
+        return self.cache_dir / name
+
+    def artifact(self, name: str) -> Path | None:
+        """A trained artifact: this workspace's own, else one shipped with the package for this
+        schema (``grasp/data/models/<schema name>/<name>``), else None."""
+        for path in (self.artifact_path(name), SHIPPED_MODELS / self.skb.schema.name / name):
+            if path.exists():
+                return path
+        return None
+
+    def readiness(self) -> dict[str, str | None]:
+        """For each method: None when it can run now, else what is missing and the command that makes it."""
+        fusion = None if self.artifact("fusion.json") else "no fusion setting: grasp tune fusion"
+        out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
+                                      "mfar": None if self.artifact("mfar/weights.pt") else "not trained: grasp train mfar",
+                                      "fused": fusion}
+        zs = None if self.artifact("rerank-fusion-zero-shot.json") else "no final fusion: grasp tune rerank --zero-shot"
+        out["grasp-zs"] = fusion or zs
+        trained = (None if self.artifact("reranker/adapter") else "no reranker: grasp train reranker") or (
+            None if self.artifact("rerank-fusion-trained.json") else "no final fusion: grasp tune rerank")
+        out["grasp"] = fusion or trained
+        return out
+
+    def best_method(self) -> str:
+        """The most complete method that can run now: grasp, grasp-zs, fused, else bm25."""
+        ready = self.readiness()
+        return next(m for m in ("grasp", "grasp-zs", "fused", "bm25") if ready[m] is None)
 
     @property
     def examples_path(self) -> Path:
@@ -196,8 +233,8 @@ def mfar_retriever(ws: Workspace, *, trained: bool = True):
                        dense_fields=cfg.dense_fields, node_vectors=ws.node_vectors, max_names=cfg.max_names,
                        dtype=ws.config.vector_index.dtype, progress=ws.progress)
     retriever = MFARRetriever(index, depth=cfg.depth)
-    weights = ws.mfar_dir / "weights.pt"
-    if trained and weights.exists():
+    weights = ws.artifact("mfar/weights.pt")
+    if trained and weights is not None:
         retriever.weights.load_state_dict(torch.load(weights, weights_only=True))
         retriever.trained = True
     return retriever
@@ -210,9 +247,10 @@ def _mfar(ws: Workspace) -> Retriever:
 def _fused(ws: Workspace) -> Retriever:
     from grasp.fuse.retriever import FusedRetriever, FusionSetting
 
-    path = ws.cache_dir / "fusion.json"
-    if not path.exists():
-        raise ConfigError(f"no fusion setting for this SKB ({path}); run `grasp tune fusion --skb ...` first")
+    path = ws.artifact("fusion.json")
+    if path is None:
+        raise ConfigError(f"no fusion setting for this SKB ({ws.artifact_path('fusion.json')}); "
+                          "run `grasp tune fusion --skb ...` first")
     setting = FusionSetting.load(path)
     return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
 
@@ -226,16 +264,18 @@ def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, 
 
     cfg = ws.config.reranker
     if trained:
-        adapter = ws.reranker_dir / "adapter"
-        if not adapter.exists():
-            raise ConfigError(f"no trained reranker for this SKB ({adapter}); run `grasp train reranker` first")
+        adapter = ws.artifact("reranker/adapter")
+        if adapter is None:
+            raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path('reranker/adapter')}); "
+                              "run `grasp train reranker` first")
         reranker = CrossEncoderReranker(cfg.model, adapter, max_length=cfg.max_length)
     else:
         reranker = BiEncoderReranker(ws.encoder)
-    tuned = ws.cache_dir / f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+    name = f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+    tuned = ws.artifact(name)
     if w is None or k is None:
-        if not tuned.exists():
-            raise ConfigError(f"no final-fusion setting ({tuned}); run `grasp tune rerank` first")
+        if tuned is None:
+            raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         setting = json.loads(tuned.read_text())
         w, k = setting["w"], setting["k"]
     return RerankedRetriever(ws.retriever("fused"), reranker, ws.skb, ws.layout, depth=cfg.depth, w=w, k=k,

@@ -73,9 +73,10 @@ class Ranking:
 class Run(Mapping[str, Ranking]):
     """Rankings keyed by query id, in insertion order, under one method name."""
 
-    def __init__(self, name: str, rankings: Mapping[str, Ranking] | None = None) -> None:
+    def __init__(self, name: str, rankings: Mapping[str, Ranking] | None = None, *, seconds: float | None = None) -> None:
         self.name = name
         self._rankings: dict[str, Ranking] = dict(rankings or {})
+        self.seconds = seconds  # wall time of the stage that produced it (its own step only), if measured
 
     def add(self, ranking: Ranking) -> None:
         self._rankings[ranking.qid] = ranking

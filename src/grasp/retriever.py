@@ -6,6 +6,7 @@ Every retriever (BM25, dense, and the later graph, fused and reranked stages) im
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -21,6 +22,14 @@ class Retriever(ABC):
     @abstractmethod
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
         """Rank the candidates for every query; returns a :class:`Run` keyed by query id."""
+
+    def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
+        """This stage's run and the runs of the stages it is composed of, keyed by stage name, this one
+        last; each run's ``seconds`` is the time of that step alone. Composite stages override it."""
+        t0 = time.perf_counter()
+        run = self.batch_search(queries, k, progress=progress)
+        run.seconds = time.perf_counter() - t0
+        return {self.name: run}
 
     def search(self, text: str, k: int = 10, *, qid: str = "q") -> Ranking:
         """Rank the candidates for one query text."""

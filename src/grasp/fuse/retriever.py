@@ -4,6 +4,7 @@ setting chosen on validation (static or dynamic RRF)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -60,6 +61,13 @@ class FusedRetriever(Retriever):
             out.add(fused.top(k))
         return out
 
+    def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
+        graph = self.graph.batch_search_stages(queries, self.depth, progress=progress)
+        dense = self.dense.batch_search_stages(queries, self.depth, progress=progress)
+        t0 = time.perf_counter()
+        fused = self.fuse(graph[self.graph.name], dense[self.dense.name], k)
+        fused.seconds = time.perf_counter() - t0
+        return {**graph, **dense, self.name: fused}
+
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
-        return self.fuse(self.graph.batch_search(queries, self.depth, progress=progress),
-                         self.dense.batch_search(queries, self.depth, progress=progress), k)
+        return self.batch_search_stages(queries, k, progress=progress)[self.name]

@@ -1,0 +1,210 @@
+"""The Python API: open a knowledge base, search it, and see why each result is where it is.
+
+::
+
+    from grasp import Searcher
+    searcher = Searcher.open("path/to/skb")          # or Searcher.demo() for the bundled demo KB
+    result = searcher.search("python packages that parse yaml", k=10)
+    for hit in result.hits:
+        print(hit.rank, hit.name, hit.type, round(hit.score, 4), hit.stage_ranks)
+    result.explain["plan"], result.explain["cypher"], result.explain["fusion"]
+    df = result.to_dataframe()                       # qid, query, docno, score, rank, name, type
+
+Searching runs the chosen method's stages once and keeps every stage's ranking, so each hit
+carries its rank in the graph, mFAR, fused and reranker rankings, and the explanation holds the
+plan, the anchor bindings with their cosines, the Cypher, ``n_cand``, the risk level, the fusion
+weights and per-stage timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grasp.config import GraspConfig, load_config
+from grasp.errors import InputError
+from grasp.pipeline import METHODS, Workspace
+from grasp.results import Ranking, Run
+from grasp.skb.queries import Query
+
+MAX_QUERY_CHARS = 2000
+MAX_K = 100
+DEMO_DIR = Path(__file__).parent / "data" / "demo"
+
+# stage names as they appear in explanations, in pipeline order
+STAGE_ORDER = ("graph", "mfar", "dense", "bm25", "fused", "reranker", "reranked")
+
+
+def check_query(text: Any) -> str:
+    """The query text, or :class:`InputError` saying what is wrong with it."""
+    if not isinstance(text, str):
+        raise InputError(f"query must be a string, not {type(text).__name__}")
+    if "\x00" in text:
+        raise InputError("query contains a NUL character (binary data?)")
+    if not text.strip():
+        raise InputError("query is empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InputError(f"query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text.strip()
+
+
+def check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InputError(f"k must be an integer from 1 to {MAX_K}, not {k!r}")
+    return k
+
+
+@dataclass
+class Hit:
+    """One ranked node."""
+
+    node_id: int
+    name: str
+    type: str
+    score: float
+    rank: int
+    stage_ranks: dict[str, int | None] = field(default_factory=dict)  # 1-based rank in each stage; None = absent
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    qid: str
+    query: str
+    method: str
+    hits: list[Hit]
+    explain: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows in PyTerrier's column names (rank 0-based, as PyTerrier), plus name and type."""
+        return [{"qid": self.qid, "query": self.query, "docno": str(h.node_id), "score": h.score,
+                 "rank": h.rank - 1, "name": h.name, "type": h.type} for h in self.hits]
+
+    def to_dataframe(self):
+        return results_to_dataframe([self])
+
+
+def results_to_dataframe(results: Iterable[SearchResult]):
+    """One pandas DataFrame (qid, query, docno, score, rank, name, type) for many results."""
+    import pandas as pd
+
+    rows = [r for res in results for r in res.records()]
+    return pd.DataFrame(rows, columns=["qid", "query", "docno", "score", "rank", "name", "type"])
+
+
+def results_to_run(results: Iterable[SearchResult], name: str = "grasp") -> Run:
+    """The results as a :class:`~grasp.results.Run` (for ``write_run`` / ``evaluate_run``)."""
+    run = Run(name)
+    for res in results:
+        run.add(Ranking(res.qid, [h.node_id for h in res.hits], [h.score for h in res.hits], stage=res.method))
+    return run
+
+
+class Searcher:
+    """A knowledge base, its indexes and one retrieval method, ready for queries."""
+
+    def __init__(self, workspace: Workspace, method: str = "auto") -> None:
+        self.workspace = workspace
+        self.skb = workspace.skb
+        ready = workspace.readiness()
+        if method == "auto":
+            method = workspace.best_method()
+        if method not in METHODS:
+            raise InputError(f"unknown method {method!r}; available: auto, {', '.join(METHODS)}")
+        if ready[method] is not None:
+            raise InputError(f"method {method!r} is not prepared for this knowledge base: {ready[method]}")
+        self.method = method
+        self.retriever = workspace.retriever(method)
+
+    @classmethod
+    def open(cls, skb: str | Path, *, method: str = "auto", config: GraspConfig | None = None,
+             config_file: str | Path | None = None, overrides: Sequence[str] = (), stark_dataset: str | None = None,
+             progress: bool = False) -> Searcher:
+        """Open an SKB directory (open format or STaRK) with its indexes from the cache."""
+        if config is None:
+            config = load_config(Path(config_file) if config_file else None, list(overrides))
+        return cls(Workspace.open(skb, config, stark_dataset=stark_dataset, progress=progress), method)
+
+    @classmethod
+    def demo(cls, **kwargs: Any) -> Searcher:
+        """The bundled demo knowledge base (a slice of Debian's package graph)."""
+        return cls.open(DEMO_DIR, **kwargs)
+
+    def schema(self) -> dict[str, Any]:
+        s = self.skb.schema
+        return {"name": s.name, "candidate_types": list(s.candidate_types),
+                "node_types": {t: {"count": int((self.skb.node_type == i).sum()), "text_fields": list(nt.text_fields)}
+                               for i, (t, nt) in enumerate(s.node_types.items())},
+                "relations": [{"name": r.name, "source": r.source, "target": r.target} for r in s.relations],
+                "method": self.method, "nodes": len(self.skb.names)}
+
+    def search(self, query: str, k: int = 10, *, explain: bool = True, qid: str = "q") -> SearchResult:
+        return self.batch_search([Query(qid, check_query(query))], k, explain=explain)[0]
+
+    def batch_search(self, queries: Sequence[str | Query], k: int = 10, *, explain: bool = False,
+                     workers: int = 1, progress: bool = False) -> list[SearchResult]:
+        """Search many queries; with ``workers`` > 1 the LLM plans are fetched that many at a time first."""
+        k = check_k(k)
+        qs = [q if isinstance(q, Query) else Query(str(i), check_query(q)) for i, q in enumerate(queries)]
+        if workers > 1 and "graph" in self._stage_names():
+            self.workspace.planner.plan_many(qs, workers=workers, progress=progress)
+        t0 = time.perf_counter()
+        stages = self.retriever.batch_search_stages(qs, max(k, self.workspace.config.eval.k), progress=progress)
+        total = time.perf_counter() - t0
+        final = stages[self.retriever.name]
+        return [self._result(q, stages, final.get(q.qid) or Ranking(q.qid, [], []), k, explain, total / len(qs))
+                for q in qs]
+
+    def _stage_names(self) -> list[str]:
+        names, r = [], self.retriever
+        todo = [r]
+        while todo:
+            cur = todo.pop()
+            names.append(cur.name)
+            todo += [x for x in (getattr(cur, "graph", None), getattr(cur, "dense", None), getattr(cur, "upstream", None))
+                     if x is not None]
+        return names
+
+    def _result(self, q: Query, stages: dict[str, Run], final: Ranking, k: int, explain: bool,
+                seconds: float) -> SearchResult:
+        final_name = self.retriever.name
+        rankings = {name: run.get(q.qid) for name, run in stages.items()}
+        hits = []
+        for rank, (nid, score) in enumerate(zip(final.node_ids[:k].tolist(), final.scores[:k].tolist(), strict=True), 1):
+            stage_ranks = {name: (r.rank_of(nid) if r is not None else None)
+                           for name, r in rankings.items() if name != final_name}
+            stage_ranks["final"] = rank
+            fields = {f: v[:300] for f, v in self.workspace.layout.text_fields(self.skb, nid).items()} if explain else {}
+            hits.append(Hit(nid, self.skb.names[nid], self.skb.type_of(nid), float(score), rank, stage_ranks, fields))
+        info = self._explain(rankings, stages, seconds) if explain else {}
+        return SearchResult(q.qid, q.text, self.method, hits, info)
+
+    def _explain(self, rankings: dict[str, Ranking | None], stages: dict[str, Run], seconds: float) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": self.method, "stages": list(rankings)}
+        graph = rankings.get("graph")
+        if graph is not None:
+            m = graph.meta
+            out.update({k: m.get(k) for k in ("plan", "plan_status", "plan_reason", "repairs", "plan_cached", "bindings",
+                                              "cypher", "cypher_params", "n_cand", "risk_level", "engine")})
+        fused = rankings.get("fused")
+        if fused is not None:
+            out["fusion"] = {k: fused.meta.get(k) for k in ("mode", "w_graph", "w_dense", "k")}
+        final = rankings.get("reranked")
+        if final is not None:
+            out["rerank"] = {k: final.meta.get(k) for k in ("reranker", "w", "k")}
+        mfar = rankings.get("mfar")
+        if mfar is not None:
+            out["mfar"] = {k: mfar.meta.get(k) for k in ("trained", "field_weights")}
+        n = max(len(next(iter(stages.values()))), 1)
+        timings = {name: round(1000 * run.seconds / n, 2) for name, run in stages.items() if run.seconds is not None}
+        if graph is not None:
+            timings.update({f"graph.{k}": v for k, v in (graph.meta.get("timings_ms") or {}).items()})
+        timings["total"] = round(1000 * seconds, 2)
+        out["timings_ms"] = timings
+        return out

@@ -1,0 +1,5 @@
+"""The REST service and the web inspector over a :class:`~grasp.api.Searcher`."""
+
+from grasp.service.app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,101 @@
+"""FastAPI app: ``POST /search``, ``GET /health``, ``GET /schema``, the inspector page at ``/``,
+and OpenAPI docs at ``/docs``.
+
+Requests are validated at the edge (query length, k range) and answered with a 4xx that says
+what is wrong. Nothing a request sends can change the graph or the indexes: the graph stage
+runs one parameterised, read-only Cypher query per plan, and the searcher is used under a lock
+(its models and database connection are not thread-safe), so concurrent requests queue.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, Field
+
+from grasp import __version__
+from grasp.api import MAX_K, MAX_QUERY_CHARS, Searcher
+from grasp.errors import GraspError, InputError
+
+STATIC = Path(__file__).parent / "static"
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in any language")
+    k: int = Field(10, ge=1, le=MAX_K, description="how many results")
+    explain: bool = Field(False, description="include the plan, bindings, Cypher, fusion weights, stage ranks, timings")
+
+
+class HitOut(BaseModel):
+    node_id: int
+    name: str
+    type: str
+    score: float
+    rank: int
+    stage_ranks: dict[str, int | None]
+    fields: dict[str, str]
+
+
+class SearchResponse(BaseModel):
+    query: str
+    method: str
+    hits: list[HitOut]
+    explain: dict[str, Any] | None = None
+
+
+def _readable(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def create_app(searcher: Searcher) -> FastAPI:
+    app = FastAPI(title="GRASP retrieval", version=__version__,
+                  description="Graph-planned, fused and reranked retrieval over a semi-structured knowledge base.")
+    lock = threading.Lock()
+    started = time.time()
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _readable(exc)})
+
+    @app.exception_handler(InputError)
+    async def _bad_input(request: Request, exc: InputError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": str(exc)})
+
+    @app.exception_handler(GraspError)
+    async def _failed(request: Request, exc: GraspError) -> JSONResponse:
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
+
+    @app.post("/search", response_model=SearchResponse, response_model_exclude_none=True)
+    def search(req: SearchRequest) -> dict[str, Any]:
+        with lock:
+            result = searcher.search(req.query, req.k, explain=req.explain)
+        out = result.to_dict()
+        if not req.explain:
+            out["explain"] = None
+        return out
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, "kb": searcher.skb.schema.name, "method": searcher.method,
+                "nodes": len(searcher.skb.names), "uptime_s": round(time.time() - started, 1),
+                "methods": searcher.workspace.readiness()}
+
+    @app.get("/schema")
+    def schema() -> dict[str, Any]:
+        return searcher.schema()
+
+    @app.get("/", include_in_schema=False)
+    def inspector() -> FileResponse:
+        return FileResponse(STATIC / "inspector.html", media_type="text/html")
+
+    return app
