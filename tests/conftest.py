@@ -106,3 +106,26 @@ def minilm():
     from grasp.encode import build_encoder
 
     return build_encoder(EncoderConfig(max_length=128, batch_size=16))
+
+
+@pytest.fixture(scope="session")
+def prepared_toy(tmp_path_factory):
+    """A toy SKB with every zero-shot stage prepared (plans from a local fake LLM endpoint, fusion
+    tuned with the dense partner, the zero-shot final fusion tuned) and a Searcher over it
+    (method grasp-zs: graph, dense, fused, reranker). The fake endpoint stays up for the session."""
+    from grasp.api import Searcher
+    from grasp.cli import main
+    from grasp.config import load_config
+    from tests.fake_llm import FakeChatServer
+    from tests.test_planner import GOOD
+
+    root = tmp_path_factory.mktemp("prepared")
+    toy = write_toy(root / "toy")
+    with FakeChatServer([GOOD]) as srv:
+        overrides = [f"cache_dir={root / 'cache'}", "planner.kind=openai", f"planner.base_url={srv.url}",
+                     "planner.model=fake", "graph.engine=memory", "encoder.max_length=128"]
+        base = ["-q"] + [x for o in overrides for x in ("--set", o)]
+        main([*base, "tune", "fusion", "--skb", str(toy), "--split", "test", "--dense-method", "dense"])
+        main([*base, "tune", "rerank", "--skb", str(toy), "--zero-shot", "--split", "test"])
+        searcher = Searcher.open(toy, method="auto", config=load_config(None, overrides))
+        yield searcher, srv

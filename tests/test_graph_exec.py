@@ -179,3 +179,18 @@ def test_reserved_words_are_not_identifiers():
                     relations=[RelationSpec(name="delete", source="set", target="match")], candidate_types=["set"])
     names = CypherNames(schema)
     assert names.label == {"set": "N_set", "match": "N_match"} and names.rel == {"delete": "R_delete"}
+
+
+def test_local_llm_loads_after_kuzu_is_open(tmp_path):
+    """xllamacpp imported after kuzu aborts the process; the backend imports them in a safe order."""
+    import subprocess
+    import sys
+
+    code = ("from grasp.graph.backends import KuzuBackend\n"
+            "from tests.conftest import write_toy\n"
+            "from grasp.skb import read_skb\n"
+            f"skb = read_skb(write_toy(__import__('pathlib').Path({str(tmp_path)!r}) / 'toy'))\n"
+            f"KuzuBackend(skb, __import__('pathlib').Path({str(tmp_path)!r}) / 'kz', progress=False)\n"
+            "import xllamacpp\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-500:]

@@ -26,7 +26,7 @@ from typing import Any
 
 from grasp.config import GraspConfig, load_config
 from grasp.errors import InputError
-from grasp.pipeline import METHODS, Workspace
+from grasp.pipeline import METHODS, Workspace, degrade_missing_planner
 from grasp.results import Ranking, Run
 from grasp.skb.queries import Query
 
@@ -109,8 +109,9 @@ def results_to_run(results: Iterable[SearchResult], name: str = "grasp") -> Run:
 class Searcher:
     """A knowledge base, its indexes and one retrieval method, ready for queries."""
 
-    def __init__(self, workspace: Workspace, method: str = "auto") -> None:
+    def __init__(self, workspace: Workspace, method: str = "auto", *, notes: Sequence[str] = ()) -> None:
         self.workspace = workspace
+        self.notes = list(notes)  # what the searcher could not set up as configured, for /health
         self.skb = workspace.skb
         ready = workspace.readiness()
         if method == "auto":
@@ -126,10 +127,14 @@ class Searcher:
     def open(cls, skb: str | Path, *, method: str = "auto", config: GraspConfig | None = None,
              config_file: str | Path | None = None, overrides: Sequence[str] = (), stark_dataset: str | None = None,
              progress: bool = False) -> Searcher:
-        """Open an SKB directory (open format or STaRK) with its indexes from the cache."""
+        """Open an SKB directory (open format or STaRK) with its indexes from the cache. Without the
+        local planner model on disk, cached plans are replayed and new queries fall back to the
+        dense branch (``notes`` says so)."""
         if config is None:
             config = load_config(Path(config_file) if config_file else None, list(overrides))
-        return cls(Workspace.open(skb, config, stark_dataset=stark_dataset, progress=progress), method)
+        note = degrade_missing_planner(config)
+        return cls(Workspace.open(skb, config, stark_dataset=stark_dataset, progress=progress), method,
+                   notes=[note] if note else [])
 
     @classmethod
     def demo(cls, **kwargs: Any) -> Searcher:

@@ -50,10 +50,10 @@ def _workspace(ctx: click.Context, skb_dir: Path, stark_dataset: str | None = No
     return Workspace.open(skb_dir, _config(ctx), stark_dataset=stark_dataset, progress=ctx.obj["progress"])
 
 
-def _method_choice():
+def _method_choice(auto: bool = False):
     from grasp.pipeline import METHODS
 
-    return click.Choice(sorted(METHODS))
+    return click.Choice((["auto"] if auto else []) + sorted(METHODS))
 
 
 @cli.command("eval")
@@ -111,6 +111,32 @@ def _print_ranking(ws, ranking, as_json: bool = False) -> None:
             click.echo(json.dumps(row, ensure_ascii=False))
         else:
             click.echo(f"{rank:>3}  {score:8.4f}  [{row['type']}] {row['name']}  (id {nid})")
+
+
+@cli.command()
+@click.option("--skb", "skb_dir", default=DEMO_SKB, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Knowledge base (default: the bundled demo KB).")
+@stark_option
+@click.option("--method", default="auto", show_default=True,
+              type=_method_choice(auto=True),
+              help="auto: the most complete prepared method (grasp > grasp-zs > fused > bm25).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.pass_context
+def serve(ctx, skb_dir, stark_dataset, method, host, port):
+    """Serve the REST API (POST /search, GET /health, GET /schema, /docs) and the web inspector (/)."""
+    import uvicorn
+
+    from grasp.api import Searcher
+    from grasp.service import create_app
+
+    searcher = Searcher.open(skb_dir, method=method, config=_config(ctx), stark_dataset=stark_dataset,
+                             progress=ctx.obj["progress"])
+    for note in searcher.notes:
+        click.echo(f"note: {note}")
+    searcher.search("warm up", k=1)  # load every model and index before the first request
+    click.echo(f"serving {searcher.skb.schema.name} with method {searcher.method} on http://{host}:{port}/")
+    uvicorn.run(create_app(searcher), host=host, port=port, log_level="warning")
 
 
 @cli.command()

@@ -173,7 +173,6 @@ class Workspace:
 
 def make_chat_client(cfg, config: GraspConfig):
     """The planner's LLM client for a :class:`~grasp.config.PlannerConfig`."""
-    from grasp.plan.gguf import PLANNER
     from grasp.plan.llm import LocalGGUFClient, OpenAIChatClient, api_key_from_env
 
     if cfg.kind == "openai":
@@ -181,8 +180,23 @@ def make_chat_client(cfg, config: GraspConfig):
             raise ConfigError("planner.kind 'openai' needs planner.base_url, e.g. http://localhost:8000/v1")
         return OpenAIChatClient(cfg.base_url, cfg.model, api_key=api_key_from_env(cfg.api_key_env),
                                 timeout_s=cfg.timeout_s, seed=config.seed)
-    path = cfg.model_path or Path(config.cache_dir or default_cache_dir()) / "models" / PLANNER.filename
-    return LocalGGUFClient(path, n_ctx=cfg.n_ctx, threads=cfg.threads, seed=config.seed, model_id=cfg.model)
+    return LocalGGUFClient(local_planner_path(config), n_ctx=cfg.n_ctx, threads=cfg.threads, seed=config.seed, model_id=cfg.model)
+
+
+def local_planner_path(config: GraspConfig) -> Path:
+    from grasp.plan.gguf import PLANNER
+
+    return config.planner.model_path or Path(config.cache_dir or default_cache_dir()) / "models" / PLANNER.filename
+
+
+def degrade_missing_planner(config: GraspConfig) -> str | None:
+    """When the local planner model is not on disk, switch to replaying cached plans with new
+    queries degraded to no_trade (the dense branch answers them) and say so; else None."""
+    if config.planner.kind != "local" or local_planner_path(config).exists():
+        return None
+    config.planner = config.planner.model_copy(update={"kind": "cache", "on_miss": "no_trade"})
+    return ("the planner model is not fetched (grasp fetch planner): cached plans are replayed and new queries "
+            "get no plan, so the dense branch answers them alone")
 
 
 def _bm25(ws: Workspace) -> Retriever:

@@ -10,6 +10,8 @@ Nodes are stored one table/label per node type with properties ``id`` (the SKB n
 
 from __future__ import annotations
 
+import atexit
+
 import csv
 import json
 from abc import ABC, abstractmethod
@@ -41,13 +43,26 @@ def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
 
 
+def _import_kuzu():
+    """Import kuzu, after xllamacpp when that is installed: xllamacpp's extension aborts the process
+    (std::bad_alloc in its static initialisers) when it is loaded after kuzu's, which would kill a
+    process that opens the graph first and then plans a new query with the local LLM."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import xllamacpp  # noqa: F401
+    import kuzu
+
+    return kuzu
+
+
 class KuzuBackend(GraphBackend):
     name = "kuzu"
     FORMAT = 1
 
     def __init__(self, skb: SKB, root: Path, *, buffer_pool_mb: int = 1024, progress: bool = True) -> None:
         try:
-            import kuzu
+            kuzu = _import_kuzu()
         except ImportError:
             raise ConfigError("the kuzu graph backend needs kuzu: pip install 'kuzu==0.11.3'") from None
         self.names = CypherNames(skb.schema)
@@ -59,6 +74,7 @@ class KuzuBackend(GraphBackend):
             self._conn = kuzu.Connection(self._db)
         except RuntimeError as e:
             raise IndexCorruptError(f"{self.path}: cannot open the Kùzu database ({e}); delete it to rebuild") from None
+        atexit.register(self.close)
 
     def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:
         names = self.names
@@ -107,13 +123,20 @@ class KuzuBackend(GraphBackend):
         except RuntimeError as e:
             raise GraspError(f"Kùzu rejected the compiled query: {e}") from None
         rows = []
-        while result.has_next():
-            rows.append(result.get_next())
+        try:
+            while result.has_next():
+                rows.append(result.get_next())
+        finally:
+            result.close()
         return _rows_to_arrays(rows)
 
     def close(self) -> None:
-        self._conn.close()
-        self._db.close()
+        """Release the database; also run at interpreter exit (Kùzu objects torn down in arbitrary
+        order at shutdown can abort the process)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._db.close()
+            self._conn = self._db = None
 
 
 class Neo4jBackend(GraphBackend):

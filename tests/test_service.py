@@ -1,0 +1,73 @@
+"""The REST service over a prepared toy SKB: search, health, schema, OpenAPI, and 4xx answers
+that say what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from grasp.service import create_app
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client(prepared_toy):
+    searcher, _ = prepared_toy
+    return TestClient(create_app(searcher))
+
+
+def test_search_with_and_without_explanations(client):
+    r = client.post("/search", json={"query": "sodium channel genes on chromosome 2", "k": 2, "explain": True})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["method"] == "grasp-zs" and len(body["hits"]) == 2
+    assert body["explain"]["cypher"].startswith("MATCH") and body["hits"][0]["stage_ranks"]["final"] == 1
+    plain = client.post("/search", json={"query": "potassium channel"}).json()
+    assert "explain" not in plain and len(plain["hits"]) <= 10
+
+
+def test_health_schema_docs_and_page(client):
+    h = client.get("/health").json()
+    assert h["status"] == "ok" and h["kb"] == "toy" and h["methods"]["fused"] is None
+    s = client.get("/schema").json()
+    assert s["candidate_types"] == ["gene", "process"] and {"name": "is_a", "source": "process", "target": "process"} in s["relations"]
+    assert "/search" in client.get("/openapi.json").json()["paths"]
+    assert client.get("/docs").status_code == 200
+    page = client.get("/")
+    assert page.status_code == 200 and "GRASP inspector" in page.text
+
+
+@pytest.mark.parametrize("payload, status, detail", [
+    ({"query": ""}, 422, "query: String should have at least 1 character"),
+    ({"query": "   "}, 422, "query is empty"),
+    ({"query": "x" * 2001}, 422, "query: String should have at most 2000 characters"),
+    ({"query": "a\u0000b"}, 422, "NUL"),
+    ({"query": "sodium", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+    ({"query": "sodium", "k": 1000}, 422, "k: Input should be less than or equal to 100"),
+    ({"query": "sodium", "k": "many"}, 422, "k: Input should be a valid integer"),
+    ({"k": 3}, 422, "query: Field required"),
+    ({"query": ["a", "list"]}, 422, "query: Input should be a valid string"),
+])
+def test_bad_requests_say_what_is_wrong(client, payload, status, detail):
+    r = client.post("/search", json=payload)
+    assert r.status_code == status and detail in r.json()["detail"]
+
+
+def test_malformed_and_binary_bodies(client):
+    r = client.post("/search", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "JSON" in r.json()["detail"]
+    r = client.post("/search", content=b'{"query": "\xff\xfe binary"}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["detail"]  # not UTF-8: refused before parsing
+
+
+def test_no_request_can_write(client, prepared_toy):
+    """A query that is a Cypher write reaches the graph only as a parameter: the graph is unchanged."""
+    searcher, _ = prepared_toy
+    skb = searcher.skb
+    before = (len(skb.names), int(skb.num_edges))
+    r = client.post("/search", json={"query": "MATCH (n) DETACH DELETE n; CREATE (x:gene {name: 'pwned'})"})
+    assert r.status_code == 200
+    assert (len(skb.names), int(skb.num_edges)) == before
+    assert client.post("/search", json={"query": "pwned"}).json()["hits"][0]["name"] != "pwned"
+    assert client.put("/search", json={"query": "x"}).status_code == 405
