@@ -62,7 +62,7 @@ class FieldIndex:
         store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
         self.lexical: list[BM25Retriever] = []
         self.dense_rows: list[np.ndarray] = []   # per field: candidate rows whose field is non-empty
-        self.dense: list[np.ndarray] = []        # per field: their embeddings (memory-mapped)
+        self.dense: list[np.ndarray] = []        # per field: their embeddings (float32, in memory)
         self.has_dense: list[bool] = []
         for spec, lay in zip(self.specs, self.layouts, strict=True):
             texts = [lay.document(skb, int(i)) for i in self.node_ids]
@@ -82,7 +82,8 @@ class FieldIndex:
                 emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
                                 row_text.__getitem__, encoder, progress=progress)
             self.dense_rows.append(rows)
-            self.dense.append(emb)
+            # float32 in memory: scoring every row per query in float16 would convert the matrix each time
+            self.dense.append(np.ascontiguousarray(emb, dtype=np.float32))
 
     @staticmethod
     def _reusable(spec: FieldSpec, layout: DocumentLayout, vectors: NodeVectors) -> bool:
@@ -128,7 +129,7 @@ class FieldIndex:
         out = np.zeros((self.n_fields, self.node_ids.size), dtype=np.float32)
         for f, (rows, m) in enumerate(zip(self.dense_rows, self.dense, strict=True)):
             if rows.size:
-                out[f, rows] = np.asarray(m, dtype=np.float32) @ query_vec
+                out[f, rows] = m @ query_vec
         return out
 
     def dense_scores(self, query_vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -138,5 +139,5 @@ class FieldIndex:
             pos = np.searchsorted(have, rows)
             hit = (pos < have.size) & (have[np.minimum(pos, max(have.size - 1, 0))] == rows) if have.size else np.zeros(len(rows), bool)
             if hit.any():
-                out[f, hit] = np.asarray(m[pos[hit]], dtype=np.float32) @ query_vec
+                out[f, hit] = m[pos[hit]] @ query_vec
         return out

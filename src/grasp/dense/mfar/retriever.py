@@ -33,7 +33,9 @@ class MFARRetriever(Retriever):
         """(candidate rows, lexical (C, F), dense (C, F)) for one query."""
         lex_all = self.index.lexical_scores(tokens)                                   # (F, N)
         dense_all = self.index.dense_all(query_vec)                                    # (F, N)
-        rows = np.unique(np.concatenate([_top(r, self.depth) for r in (*lex_all, *dense_all)]))
+        pools = [t[r[t] > 0] for r in lex_all if (t := _top(r, self.depth)).size]          # fields the query matches
+        pools += [_top(r, self.depth) for r, on in zip(dense_all, self.index.has_dense, strict=True) if on]
+        rows = np.unique(np.concatenate(pools)) if pools else np.zeros(0, dtype=np.int64)
         return rows, lex_all[:, rows].T, dense_all[:, rows].T
 
     @torch.no_grad()
