@@ -351,23 +351,36 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
 @skb_option
 @stark_option
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
+@click.option("--pool", type=click.Choice(["fused", "mfar"]), default="fused", show_default=True,
+              help="Where the hard negatives come from. Train queries without a cached plan get no graph ranking, "
+                   "so their fused pool is the mFAR pool; 'mfar' needs no fusion setting yet.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the records, validation pools and candidate texts to this .json.xz bundle and stop "
+                   "(train it elsewhere with scripts/train_reranker_bundle.py).")
 @click.pass_context
-def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit):
-    """LoRA-train the cross-encoder on hard negatives from the fused top-100 of the train split (resumable)."""
-    from grasp.pipeline import reranked_retriever
+def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
+    """LoRA-train the cross-encoder on hard negatives from the Stage-2 top-100 of the train split (resumable)."""
+    from grasp.pipeline import candidate_serializer
     from grasp.rerank import RerankTrainConfig, build_records, train_reranker
+    from grasp.rerank.records import validation_pools, write_bundle
     from grasp.rerank.train import mean_loss
 
     ws = _workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.reranker
     queries = ws.queries(split=cfg.train_split, limit=limit)
-    records = build_records(ws.run("fused", queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
-    rr = reranked_retriever(ws, trained=False, w=0.5, k=2.0)
+    records = build_records(ws.run(pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
+    serialize = candidate_serializer(ws)
+    if export_path is not None:
+        val = ws.queries(split=cfg.val_split)
+        counts = write_bundle(export_path, records, validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth),
+                              serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump()})
+        click.echo(f"{counts} -> {export_path}")
+        return
     tc = RerankTrainConfig(epochs=cfg.epochs, lr=cfg.lr, warmup=cfg.warmup, global_batch=cfg.global_batch,
                            micro_batch=cfg.micro_batch, group_size=cfg.group_size, hard_negatives=cfg.hard_negatives,
                            depth=cfg.depth, max_length=cfg.max_length, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                            seed=ws.config.seed)
-    state = train_reranker(records, rr.serialize, ws.reranker_dir, model=cfg.model, config=tc, progress=ctx.obj["progress"])
+    state = train_reranker(records, serialize, ws.reranker_dir, model=cfg.model, config=tc, progress=ctx.obj["progress"])
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
 

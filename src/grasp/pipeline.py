@@ -269,6 +269,15 @@ def _fused(ws: Workspace) -> Retriever:
     return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
 
 
+def candidate_serializer(ws: Workspace) -> Callable[[int], str]:
+    """The reranker's view of a node (type, truncated fields, 1-hop neighbours), as configured."""
+    from grasp.skb.documents import serialize_candidate
+
+    cfg = ws.config.reranker
+    return lambda node: serialize_candidate(ws.skb, int(node), ws.layout, max_field_tokens=cfg.max_field_tokens,
+                                            max_neighbors_per_relation=cfg.max_neighbors)
+
+
 def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None):
     """Stage 3 over the fused ranking: the zero-shot bi-encoder, or the trained cross-encoder;
     the final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""

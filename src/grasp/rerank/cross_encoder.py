@@ -23,7 +23,8 @@ def load_cross_encoder(model: str = "minilm", adapter: Path | None = None, *, de
 
     path, _ = resolve_model_path(model)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    net = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+    # float32 whatever the checkpoint stores (a float16 copy of the weights trains poorly in half precision)
+    net = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, dtype=torch.float32)
     if adapter is not None:
         from peft import PeftModel
 

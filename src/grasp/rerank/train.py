@@ -143,6 +143,19 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     return state
 
 
+def pool_metrics(reranker, pools: Sequence[dict], texts: Callable[[int], str]) -> dict[str, float]:
+    """Hit@1 and MRR of the reranker alone over validation pools (model selection without the KB)."""
+    hit1, rr = [], []
+    for p in pools:
+        scores = reranker.score(p["query"], [texts(n) for n in p["pool"]])
+        order = [p["pool"][i] for i in np.argsort(-np.asarray(scores), kind="stable")]
+        gold = set(p["gold"])
+        first = next((i for i, n in enumerate(order) if n in gold), None)
+        hit1.append(float(first == 0))
+        rr.append(0.0 if first is None else 1.0 / (first + 1))
+    return {"hit@1": float(np.mean(hit1)) if hit1 else 0.0, "mrr": float(np.mean(rr)) if rr else 0.0, "n": len(pools)}
+
+
 def mean_loss(log: list[dict], first: bool, n: int = 5) -> float:
     part = log[:n] if first else log[-n:]
     return float(np.mean([e["loss"] for e in part])) if part else float("nan")

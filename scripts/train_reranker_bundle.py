@@ -1,0 +1,53 @@
+"""Train the LoRA cross-encoder from a bundle written by `grasp train reranker --export FILE`,
+on whatever machine runs it (the GPU when there is one), and report the reranker's own Hit@1 and
+MRR on the bundle's validation pools.
+
+    python scripts/train_reranker_bundle.py bundle.json.xz OUT_DIR [--model DIR] [--lr 2e-4] [--epochs 4]
+
+OUT_DIR/adapter is what `grasp` loads: copy it to the reranker folder `grasp info` names (or the
+folder the README gives) on the machine that serves queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from grasp.rerank.cross_encoder import CrossEncoderReranker  # noqa: E402
+from grasp.rerank.records import read_bundle  # noqa: E402
+from grasp.rerank.train import RerankTrainConfig, mean_loss, pool_metrics, train_reranker  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("bundle", type=Path)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--model", default="minilm", help="'minilm' (bundled) or a local transformers checkpoint")
+    for name, typ in (("epochs", int), ("lr", float), ("global_batch", int), ("micro_batch", int), ("group_size", int),
+                      ("max_length", int), ("lora_r", int), ("lora_alpha", int), ("seed", int)):
+        ap.add_argument(f"--{name.replace('_', '-')}", type=typ, default=None)
+    args = ap.parse_args()
+    bundle = read_bundle(args.bundle)
+    overrides = {k: v for k, v in vars(args).items() if k not in ("bundle", "out", "model") and v is not None}
+    cfg = RerankTrainConfig(**{**{k: v for k, v in bundle["info"].get("reranker", {}).items()
+                                  if k in RerankTrainConfig.__dataclass_fields__}, **overrides})
+    texts = bundle["texts"]
+    t0 = time.perf_counter()
+    state = train_reranker(bundle["records"], texts.__getitem__, args.out, model=args.model, config=cfg, progress=False)
+    seconds = time.perf_counter() - t0
+    reranker = CrossEncoderReranker(args.model, args.out / "adapter", max_length=cfg.max_length, batch_size=128)
+    val = pool_metrics(reranker, bundle["val_pools"], texts.__getitem__)
+    summary = {"records": len(bundle["records"]), "steps": state["step"], "train_seconds": round(seconds, 1),
+               "loss_first": mean_loss(state["log"], True), "loss_last": mean_loss(state["log"], False),
+               "val": val, "config": cfg.__dict__, "device": str(next(reranker.model.parameters()).device)}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
