@@ -106,8 +106,12 @@ class Workspace:
 
     def artifact(self, name: str) -> Path | None:
         """A trained artifact: this workspace's own, else one shipped with the package for this
-        schema (``grasp/data/models/<schema name>/<name>``), else None."""
-        for path in (self.artifact_path(name), SHIPPED_MODELS / self.skb.schema.name / name):
+        schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
+        slice of pkg, uses pkg's), else None."""
+        from grasp.plan.prompt import profile_of
+
+        for path in (self.artifact_path(name), SHIPPED_MODELS / self.skb.schema.name / name,
+                     SHIPPED_MODELS / profile_of(self.skb) / name):
             if path.exists():
                 return path
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grasp.errors import GraspError
-from grasp.eval.report import EvalReport, markdown_table
+from grasp.eval.report import EvalReport, evaluate_run, markdown_table
 from grasp.pipeline import Workspace
 
 STAGES = [
@@ -22,15 +22,29 @@ PROGRESSION = ("mfar", "graph", "fused", "grasp-zs", "grasp")
 
 
 def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, out_dir: Path, examples: int = 3) -> str:
+    """Each stage is computed once: the most complete prepared method runs with all its stages kept
+    (graph, mFAR, fused, reranked), the zero-shot reranker reranks that same fused run, and the
+    baselines run on their own."""
     queries = ws.queries(split=split, limit=limit)
-    runs, reports, skipped = {}, [], []
+    ready = ws.readiness()
+    k = ws.config.eval.k
+    runs: dict = {}
+    full = next((m for m in ("grasp", "grasp-zs", "fused") if ready[m] is None), None)
+    if full is not None:
+        stages = ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress)
+        for name, run in stages.items():
+            runs[{"reranked": full}.get(name, name)] = run
+        if full == "grasp" and ready["grasp-zs"] is None:
+            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k)[1]
+    reports, skipped = [], []
     for method, label in STAGES:
-        try:
-            run, rep = ws.evaluate(method, queries)
-        except GraspError as e:
-            skipped.append(f"- {label}: skipped ({e})")
-            continue
-        runs[method] = run
+        if method not in runs:
+            try:
+                runs[method] = ws.run(method, queries, k)
+            except GraspError as e:
+                skipped.append(f"- {label}: skipped ({e})")
+                continue
+        rep = evaluate_run(runs[method], queries, candidate_mask=ws.skb.candidate_mask)
         rep.method = label
         reports.append(rep)
     out_dir.mkdir(parents=True, exist_ok=True)

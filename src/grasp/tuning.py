@@ -64,14 +64,10 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     import json
 
     from grasp.pipeline import reranked_retriever
-    from grasp.results import Run
-
     queries = ws.queries(split=split, limit=limit)
     rr = reranked_retriever(ws, trained=trained, w=0.5, k=2.0)
     upstream = ws.run("fused", queries, rr.depth)
-    reranked = Run("reranked")
-    for q in queries:
-        reranked.add(rr.rerank(q, upstream[q.qid]))
+    reranked, _ = rr.from_upstream(queries, upstream, rr.depth)
     table = FusionTable.build(reranked, upstream, queries, candidate_mask=ws.skb.candidate_mask)
     static = search_static(table)
     setting = {"w": static.best["w"], "k": static.best["k"], "val_hit1": static.hit1, "split": split,

@@ -36,7 +36,11 @@ class RerankedRetriever(Retriever):
 
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
         stages = self.upstream.batch_search_stages(queries, self.depth, progress=progress)
-        up = stages[self.upstream.name]
+        scored, out = self.from_upstream(queries, stages[self.upstream.name], k)
+        return {**stages, "reranker": scored, self.name: out}
+
+    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100) -> tuple[Run, Run]:
+        """(the reranker's own ranking, the final fused one) over an upstream run already made."""
         t0 = time.perf_counter()
         scored, out = Run("reranker"), Run(self.name)
         for q in queries:
@@ -49,7 +53,7 @@ class RerankedRetriever(Retriever):
             out.add(fused.top(k))
         scored.seconds = time.perf_counter() - t0
         out.seconds = 0.0  # the final fusion is negligible beside the reranker; its time is in "reranker"
-        return {**stages, "reranker": scored, self.name: out}
+        return scored, out
 
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
         return self.batch_search_stages(queries, k, progress=progress)[self.name]
