@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from grasp.rerank.cross_encoder import CrossEncoderReranker  # noqa: E402
+from grasp.rerank import load_trained_reranker  # noqa: E402
 from grasp.rerank.records import read_bundle  # noqa: E402
 from grasp.rerank.train import RerankTrainConfig, mean_loss, pool_metrics, train_reranker  # noqa: E402
 
@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--model", default="minilm", help="'minilm' (bundled) or a local transformers checkpoint")
     for name, typ in (("epochs", int), ("lr", float), ("global_batch", int), ("micro_batch", int), ("group_size", int),
-                      ("max_length", int), ("lora_r", int), ("lora_alpha", int), ("seed", int)):
+                      ("max_length", int), ("lora_r", int), ("lora_alpha", int), ("seed", int), ("kind", str)):
         ap.add_argument(f"--{name.replace('_', '-')}", type=typ, default=None)
     args = ap.parse_args()
     bundle = read_bundle(args.bundle)
@@ -40,7 +40,7 @@ def main() -> None:
     t0 = time.perf_counter()
     state = train_reranker(bundle["records"], texts.__getitem__, args.out, model=args.model, config=cfg, progress=False)
     seconds = time.perf_counter() - t0
-    reranker = CrossEncoderReranker(args.model, args.out / "adapter", max_length=cfg.max_length, batch_size=128)
+    reranker = load_trained_reranker(args.model, args.out / "adapter", max_length=cfg.max_length)
     val = pool_metrics(reranker, bundle["val_pools"], texts.__getitem__)
     summary = {"records": len(bundle["records"]), "steps": state["step"], "train_seconds": round(seconds, 1),
                "loss_first": mean_loss(state["log"], True), "loss_last": mean_loss(state["log"], False),

@@ -90,3 +90,25 @@ def test_bundle_export_then_train_elsewhere(toy_dir, tmp_path):
     (tmp_path / "bad.json.xz").write_bytes(b"nope")
     with pytest.raises(FormatError, match="bad.json.xz: not a readable reranker bundle"):
         read_bundle(tmp_path / "bad.json.xz")
+
+
+def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
+    """The LoRA-tuned bi-encoder begins exactly where the zero-shot bi-encoder is (its scores are
+    the same cosines / temperature) and its adapter loads back as the right kind."""
+    import numpy as np
+
+    from grasp.rerank import TunedBiEncoderReranker, load_trained_reranker
+
+    queries = read_queries(ws.default_queries_path())
+    records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), ws.skb, ws.layout)
+    docs = [rr.serialize(n) for n in (1, 2, 3)]
+    zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
+    fresh = TunedBiEncoderReranker("minilm", max_length=256).score("sodium channel", docs)
+    np.testing.assert_allclose(fresh * 0.05, zero, atol=2e-3)
+    cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
+                            max_length=64, kind="bi-encoder")
+    state = train_reranker(records, rr.serialize, tmp_path / "bi", config=cfg, progress=False)
+    assert state["step"] >= 1
+    loaded = load_trained_reranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
+    assert isinstance(loaded, TunedBiEncoderReranker) and loaded.score("sodium", docs).shape == (3,)

@@ -379,7 +379,7 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     tc = RerankTrainConfig(epochs=cfg.epochs, lr=cfg.lr, warmup=cfg.warmup, global_batch=cfg.global_batch,
                            micro_batch=cfg.micro_batch, group_size=cfg.group_size, hard_negatives=cfg.hard_negatives,
                            depth=cfg.depth, max_length=cfg.max_length, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                           seed=ws.config.seed)
+                           seed=ws.config.seed, kind=cfg.kind)
     state = train_reranker(records, serialize, ws.reranker_dir, model=cfg.model, config=tc, progress=ctx.obj["progress"])
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")

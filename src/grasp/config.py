@@ -120,7 +120,10 @@ class MFARConfig(_Section):
 class RerankerConfig(_Section):
     """Stage 3: the reranker, its LoRA training (CPU-sized defaults) and the final fusion."""
 
-    model: str = Field("minilm", description="cross-encoder base: 'minilm' or a local transformers checkpoint")
+    kind: Literal["cross-encoder", "bi-encoder"] = Field(
+        "cross-encoder", description="what `grasp train reranker` trains: a cross-encoder (one-logit head) or LoRA on "
+        "the zero-shot bi-encoder's encoder; the trained adapter records its kind")
+    model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint")
     depth: int = Field(100, ge=1, description="upstream candidates reranked")
     max_length: int = Field(256, ge=32, description="pair length (paper: 1024; 2048 on Prime)")
     max_field_tokens: int = Field(300, ge=8, description="per-field truncation of the serialization (paper: 300/512)")

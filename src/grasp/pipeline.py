@@ -287,7 +287,7 @@ def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, 
     the final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
     import json
 
-    from grasp.rerank import BiEncoderReranker, CrossEncoderReranker, RerankedRetriever
+    from grasp.rerank import BiEncoderReranker, RerankedRetriever, load_trained_reranker
 
     cfg = ws.config.reranker
     if trained:
@@ -295,7 +295,7 @@ def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, 
         if adapter is None:
             raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path('reranker/adapter')}); "
                               "run `grasp train reranker` first")
-        reranker = CrossEncoderReranker(cfg.model, adapter, max_length=cfg.max_length)
+        reranker = load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
     else:
         reranker = BiEncoderReranker(ws.encoder)
     name = f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"

@@ -42,6 +42,7 @@ class RerankTrainConfig:
     lora_dropout: float = 0.05
     save_every: int = 50
     seed: int = 13
+    kind: str = "cross-encoder"  # or "bi-encoder": LoRA on the encoder of the zero-shot bi-encoder
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
@@ -67,17 +68,21 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     from transformers import get_cosine_schedule_with_warmup
 
     from grasp.rerank.cross_encoder import load_cross_encoder
+    from grasp.rerank.tuned_bi_encoder import TEMPERATURE, embed, load_bi_encoder
 
     cfg = config or RerankTrainConfig()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
-    tokenizer, base = load_cross_encoder(model)
+    if cfg.kind not in ("cross-encoder", "bi-encoder"):
+        raise ValueError(f"kind must be 'cross-encoder' or 'bi-encoder', not {cfg.kind!r}")
+    cross = cfg.kind == "cross-encoder"
+    tokenizer, base = load_cross_encoder(model) if cross else load_bi_encoder(model)
     device = next(base.parameters()).device
-    net = get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                          lora_dropout=cfg.lora_dropout, target_modules="all-linear"))
-    accum = max(1, cfg.global_batch // cfg.micro_batch)
+    net = get_peft_model(base, LoraConfig(task_type="SEQ_CLS" if cross else "FEATURE_EXTRACTION", r=cfg.lora_r,
+                                          lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                                          target_modules="all-linear"))
     steps_per_epoch = max(1, len(records) // cfg.global_batch)
     total_steps = steps_per_epoch * cfg.epochs
     opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=cfg.lr)
@@ -98,15 +103,29 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
             texts[n] = serialize(n)
         return texts[n]
 
-    def group_loss(rec: dict) -> torch.Tensor:
-        pos = rng.choice(rec["positives"])
-        k = min(cfg.group_size - 1, len(rec["negatives"]))
-        negs = rng.sample(rec["negatives"], k)
-        docs = [text(n) for n in [pos, *negs]]
-        enc = tokenizer([rec["query"]] * len(docs), docs, truncation="only_second", max_length=cfg.max_length,
-                        padding=True, return_tensors="pt").to(device)
-        logits = net(**enc).logits[:, 0]
-        return torch.nn.functional.cross_entropy(logits[None, :], torch.zeros(1, dtype=torch.long, device=device))
+    def groups_loss(recs: list[dict]) -> torch.Tensor:
+        """Mean listwise loss of several groups scored in one forward pass."""
+        queries, docs, sizes = [], [], []
+        for rec in recs:
+            pos = rng.choice(rec["positives"])
+            negs = rng.sample(rec["negatives"], min(cfg.group_size - 1, len(rec["negatives"])))
+            group = [text(n) for n in [pos, *negs]]
+            queries.append(rec["query"])
+            docs += group
+            sizes.append(len(group))
+        if cross:
+            pair_q = [q for q, n in zip(queries, sizes, strict=True) for _ in range(n)]
+            enc = tokenizer(pair_q, docs, truncation="only_second", max_length=cfg.max_length, padding=True,
+                            return_tensors="pt").to(device)
+            logits = net(**enc).logits[:, 0]
+        else:
+            qv = embed(net, tokenizer, queries, cfg.max_length)
+            dv = embed(net, tokenizer, docs, cfg.max_length)
+            owner = torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(sizes, device=device))
+            logits = (dv * qv[owner]).sum(-1) / TEMPERATURE
+        losses = [torch.nn.functional.cross_entropy(g[None, :], torch.zeros(1, dtype=torch.long, device=device))
+                  for g in torch.split(logits, sizes)]
+        return torch.stack(losses).mean()
 
     net.train()
     bar = tqdm(total=total_steps, initial=state["step"], desc="reranker", unit="step", disable=not progress)
@@ -118,10 +137,10 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         opt.zero_grad()
         total = 0.0
         for start in range(0, len(batch), cfg.micro_batch):
-            losses = [group_loss(records[i]) for i in batch[start : start + cfg.micro_batch]]
-            loss = torch.stack(losses).mean() / accum
+            recs = [records[i] for i in batch[start : start + cfg.micro_batch]]
+            loss = groups_loss(recs) * len(recs) / len(batch)
             loss.backward()
-            total += float(loss.detach()) * accum * len(losses)
+            total += float(loss.detach()) * len(batch)
         opt.step()
         sched.step()
         state["step"] += 1
