@@ -93,7 +93,9 @@ class Workspace:
         from grasp.storage import stable_hash
 
         cfg = self.config.reranker
-        return self.cache_dir / f"reranker-{stable_hash([cfg.model_dump(), self.layout.key])}"
+        # what the trained reranker *is* (base, kind, input); training settings live in its grasp_train.json
+        identity = cfg.model_dump(include={"model", "kind", "max_length", "max_field_tokens", "max_neighbors"})
+        return self.cache_dir / f"reranker-{stable_hash([identity, self.layout.key])}"
 
     def artifact_path(self, name: str) -> Path:
         """Where this workspace writes a trained artifact: ``fusion.json``,

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from grasp.errors import ConfigError
 from grasp.results import Run
 from grasp.skb.queries import Query
 from grasp.storage import atomic_file
@@ -91,6 +92,9 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     ckpt = out_dir / "checkpoint.pt"
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
+        if saved.get("config", asdict(cfg)) != asdict(cfg):
+            raise ConfigError(f"{ckpt} is from another training configuration ({saved['config']}); "
+                              "delete it to start over with this one")
         net.load_state_dict(saved["model"], strict=False)
         opt.load_state_dict(saved["optimizer"])
         sched.load_state_dict(saved["scheduler"])
@@ -153,6 +157,7 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
                 torch.save({"model": {k: v for k, v in net.state_dict().items() if "lora" in k or "classifier" in k
                                       or "modules_to_save" in k or "score" in k},
                             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state,
+                            "config": asdict(cfg),
                             "rng": rng.getstate()}, f)
     bar.close()
     net.save_pretrained(str(out_dir / "adapter"))
