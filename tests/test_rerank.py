@@ -48,7 +48,7 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     assert records and all(r["positives"] and r["negatives"] for r in records)
     rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), ws.skb, ws.layout)
     cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
-                            save_every=1, max_length=64)
+                            save_every=1, max_length=64, kind="cross-encoder")
     out = tmp_path / "rr"
     state = train_reranker(records, rr.serialize, out, config=cfg, progress=False)
     first = state["step"]

@@ -340,8 +340,7 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
     cfg = ws.config.mfar
     retriever = mfar_retriever(ws, trained=False)
     state = train(retriever, ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split), ws.mfar_dir,
-                  TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, temperature=cfg.temperature,
-                              patience=cfg.patience, seed=ws.config.seed), progress=ctx.obj["progress"])
+                  TrainConfig.from_settings(cfg, ws.config.seed), progress=ctx.obj["progress"])
     for entry in state["log"]:
         click.echo(json.dumps(entry))
     click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
@@ -376,10 +375,7 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
                               serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump()})
         click.echo(f"{counts} -> {export_path}")
         return
-    tc = RerankTrainConfig(epochs=cfg.epochs, lr=cfg.lr, warmup=cfg.warmup, global_batch=cfg.global_batch,
-                           micro_batch=cfg.micro_batch, group_size=cfg.group_size, hard_negatives=cfg.hard_negatives,
-                           depth=cfg.depth, max_length=cfg.max_length, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                           seed=ws.config.seed, kind=cfg.kind)
+    tc = RerankTrainConfig.from_settings(cfg, ws.config.seed)
     state = train_reranker(records, serialize, ws.reranker_dir, model=cfg.model, config=tc, progress=ctx.obj["progress"])
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")

@@ -29,12 +29,14 @@ from grasp.storage import atomic_file
 
 @dataclass
 class RerankTrainConfig:
+    """Training settings (defaults as in :class:`grasp.config.RerankerConfig`)."""
+
     epochs: int = 2
-    lr: float = 3e-5
+    lr: float = 2e-4
     warmup: float = 0.05
     global_batch: int = 16
-    micro_batch: int = 2
-    group_size: int = 24
+    micro_batch: int = 4
+    group_size: int = 16
     hard_negatives: int = 30
     depth: int = 100
     max_length: int = 256
@@ -43,7 +45,12 @@ class RerankTrainConfig:
     lora_dropout: float = 0.05
     save_every: int = 50
     seed: int = 13
-    kind: str = "cross-encoder"  # or "bi-encoder": LoRA on the encoder of the zero-shot bi-encoder
+    kind: str = "bi-encoder"  # or "cross-encoder": a one-logit head on the encoder
+
+    @classmethod
+    def from_settings(cls, settings, seed: int) -> RerankTrainConfig:
+        """From the typed configuration's ``reranker`` section (the fields both share)."""
+        return cls(**{k: v for k, v in settings.model_dump().items() if k in cls.__dataclass_fields__}, seed=seed)
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:

@@ -35,6 +35,11 @@ class TrainConfig:
     patience: int = 2
     seed: int = 13
 
+    @classmethod
+    def from_settings(cls, settings, seed: int) -> TrainConfig:
+        """From the typed configuration's ``mfar`` section (the fields both share)."""
+        return cls(**{k: v for k, v in settings.model_dump().items() if k in cls.__dataclass_fields__}, seed=seed)
+
 
 def _save(path: Path, obj: dict) -> None:
     with atomic_file(path, "wb") as f:
