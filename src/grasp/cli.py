@@ -176,39 +176,53 @@ def info(ctx, skb_dir, stark_dataset):
 @click.option("--skb", "skb_dir", default=DEMO_SKB, show_default=False, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Knowledge base (default: the bundled demo, a slice of Debian's package graph).")
 @click.option("--examples", default=3, show_default=True, type=click.IntRange(min=0), help="Example queries to answer.")
+@click.option("--split", default="test", show_default=True,
+              help="Queries to evaluate. The demo's trained stages are pkg's (trained on pkg's train split and tuned on "
+                   "its validation split, which hold the demo's train and val queries), so only 'test' is unseen.")
 @click.pass_context
-def demo(ctx, skb_dir, examples):
-    """Build the demo KB's indexes, evaluate every method on its queries, answer a few examples."""
+def demo(ctx, skb_dir, examples, split):
+    """Build the demo KB's indexes, evaluate every prepared method on its test queries, answer a few
+    examples with the most complete pipeline and show why it ranked them so."""
+    from grasp.api import Searcher
     from grasp.eval.report import markdown_table
-    from grasp.pipeline import METHODS
+    from grasp.pipeline import METHODS, Workspace, degrade_missing_planner
 
-    ws = _workspace(ctx, skb_dir)
-    queries = ws.queries()
-    click.echo(f"{ws.skb!r}: {len(queries)} queries")
+    config = _config(ctx)
+    note = degrade_missing_planner(config)
+    ws = Workspace.open(skb_dir, config, progress=ctx.obj["progress"])
+    queries = ws.queries(split=split)
+    click.echo(f"{ws.skb!r}: {len(queries)} {split} queries")
+    if note:
+        click.echo(f"note: {note}")
+    ready = ws.readiness()
     reports = []
     for m in METHODS:
-        if m == "mfar" and ws.artifact("mfar/weights.pt") is None:
-            click.echo("skipped mfar: not trained on this KB (grasp train mfar --skb ...)")
+        if ready[m] is not None:
+            click.echo(f"skipped {m}: {ready[m]}")
             continue
         try:
             _, report = ws.evaluate(m, queries)
-        except GraspError as e:  # e.g. graph: plans not cached and no planner model fetched
+        except GraspError as e:
             click.echo(f"skipped {m}: {e}")
             continue
         reports.append(report)
     click.echo("\n" + markdown_table(reports))
-    best = max(reports, key=lambda r: (r.means["mrr"], r.means["hit@1"]))
-    click.echo(f"best method on these queries: {best.method}\n")
-    retriever = ws.retriever(best.method)
+    searcher = Searcher(ws, "auto")
+    click.echo(f"\nexamples, answered by the most complete prepared method ({searcher.method}):\n")
     for q in queries[:examples]:
-        click.echo(f"Q{q.qid}: {q.text}")
-        ranking = retriever.search(q.text, 5, qid=q.qid)
+        res = searcher.search(q.text, k=5, qid=q.qid)
         gold = set(q.answer_ids)
-        for rank, nid in enumerate(ranking.node_ids.tolist(), 1):
-            mark = "*" if nid in gold else " "
-            click.echo(f"  {mark}{rank}. {ws.skb.names[nid]} — {_first_line(ws, nid)}")
+        ex = res.explain
+        click.echo(f"Q{q.qid}: {q.text}")
+        if ex.get("plan") is not None:
+            click.echo(f"  plan {ex.get('plan_status')}, risk {ex.get('risk_level')}, n_cand {ex.get('n_cand')}"
+                       + (f", graph weight {ex['fusion']['w_graph']:.2f}" if ex.get("fusion") else ""))
+        for h in res.hits:
+            mark = "*" if h.node_id in gold else " "
+            ranks = ", ".join(f"{s} {r if r is not None else '-'}" for s, r in h.stage_ranks.items() if s != "final")
+            click.echo(f"  {mark}{h.rank}. {h.name} — {_first_line(ws, h.node_id)}  [{ranks}]")
         click.echo("")
-    click.echo("(* = a gold answer)")
+    click.echo("(* = a gold answer; [stage rank] = where each stage had it)")
 
 
 def _first_line(ws, nid: int) -> str:
