@@ -12,7 +12,7 @@ from grasp.plan.model import Plan
 from grasp.plan.validate import check_plan
 from grasp.skb import SKB, NodeTypeSpec, RelationSpec, Schema
 
-kuzu = pytest.importorskip("kuzu")
+kuzu = pytest.importorskip("kuzu")  # conftest has loaded xllamacpp first: the other order aborts the process
 
 
 def random_skb(seed: int, n: int = 300, e: int = 1500) -> SKB:

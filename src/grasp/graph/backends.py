@@ -48,9 +48,11 @@ def _import_kuzu():
     (std::bad_alloc in its static initialisers) when it is loaded after kuzu's, which would kill a
     process that opens the graph first and then plans a new query with the local LLM."""
     import contextlib
+    import sys
 
-    with contextlib.suppress(ImportError):
-        import xllamacpp  # noqa: F401
+    if "kuzu" not in sys.modules:  # once kuzu is loaded, loading xllamacpp would abort: leave it to the planner
+        with contextlib.suppress(ImportError):
+            import xllamacpp  # noqa: F401
     import kuzu
 
     return kuzu
