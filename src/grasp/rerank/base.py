@@ -14,3 +14,22 @@ class Reranker(ABC):
     @abstractmethod
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """Relevance of each document to the query (higher is better)."""
+
+
+class DocumentVectorCache:
+    """Vectors of candidate texts, kept across queries: a bi-encoder's document vector does not
+    depend on the query, and the same candidates recur in many queries' pools."""
+
+    def __init__(self, embed_texts, max_items: int = 200_000) -> None:
+        self.embed_texts = embed_texts  # list[str] -> (n, dim) float32 array
+        self.max_items = max_items
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            if len(self._vectors) + len(missing) > self.max_items:
+                self._vectors.clear()
+            for t, v in zip(missing, self.embed_texts(missing), strict=True):
+                self._vectors[t] = v
+        return np.stack([self._vectors[t] for t in texts])

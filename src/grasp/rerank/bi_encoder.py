@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from grasp.encode.encoder import Encoder
-from grasp.rerank.base import Reranker
+from grasp.rerank.base import DocumentVectorCache, Reranker
 
 
 class BiEncoderReranker(Reranker):
@@ -19,9 +19,10 @@ class BiEncoderReranker(Reranker):
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
+        self.documents = DocumentVectorCache(lambda texts: np.asarray(encoder.encode(texts), dtype=np.float32))
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         if not documents:
             return np.zeros(0)
         q = self.encoder.encode_queries([query])[0]
-        return self.encoder.encode(list(documents)) @ q
+        return self.documents(list(documents)) @ q

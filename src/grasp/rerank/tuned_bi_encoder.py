@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from grasp.encode.encoder import default_device, resolve_model_path
-from grasp.rerank.base import Reranker
+from grasp.rerank.base import DocumentVectorCache, Reranker
 
 TEMPERATURE = 0.05
 
@@ -54,12 +54,16 @@ class TunedBiEncoderReranker(Reranker):
         self.tokenizer, self.model = load_bi_encoder(model, adapter, device=device)
         self.model.eval()
         self.max_length, self.batch_size = max_length, batch_size
+        self.documents = DocumentVectorCache(self._embed)
 
     @torch.no_grad()
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = [embed(self.model, self.tokenizer, texts[i : i + self.batch_size], self.max_length)
+               for i in range(0, len(texts), self.batch_size)]
+        return torch.cat(out).float().cpu().numpy()
+
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         if not documents:
             return np.zeros(0)
-        q = embed(self.model, self.tokenizer, [query], self.max_length)[0]
-        out = [embed(self.model, self.tokenizer, documents[i : i + self.batch_size], self.max_length) @ q
-               for i in range(0, len(documents), self.batch_size)]
-        return (torch.cat(out) / TEMPERATURE).float().cpu().numpy()
+        q = self._embed([query])[0]
+        return self.documents(list(documents)) @ q / TEMPERATURE
