@@ -302,12 +302,14 @@ def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, 
         reranker = BiEncoderReranker(ws.encoder)
     name = f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
     tuned = ws.artifact(name)
+    depth = cfg.depth
     if w is None or k is None:
         if tuned is None:
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         setting = json.loads(tuned.read_text())
         w, k = setting["w"], setting["k"]
-    return RerankedRetriever(ws.retriever("fused"), reranker, ws.skb, ws.layout, depth=cfg.depth, w=w, k=k,
+        depth = setting.get("depth", depth)  # rerank as deep as the setting was tuned for
+    return RerankedRetriever(ws.retriever("fused"), reranker, ws.skb, ws.layout, depth=depth, w=w, k=k,
                              max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
 
 

@@ -70,7 +70,7 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     reranked, _ = rr.from_upstream(queries, upstream, rr.depth)
     table = FusionTable.build(reranked, upstream, queries, candidate_mask=ws.skb.candidate_mask)
     static = search_static(table)
-    setting = {"w": static.best["w"], "k": static.best["k"], "val_hit1": static.hit1, "split": split,
+    setting = {"w": static.best["w"], "k": static.best["k"], "depth": rr.depth, "val_hit1": static.hit1, "split": split,
                "n": len(queries), "within_1pt": static.within_1pt, "trained": trained}
     (ws.cache_dir / f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json").write_text(json.dumps(setting, indent=1))
     return setting
