@@ -97,3 +97,9 @@ def test_info(toy_dir, cache_dir, capsys):
     main(["info", "--skb", str(toy_dir)])
     out = capsys.readouterr().out
     assert "toy: 9 nodes, 9 edges" in out and "involved_in" in out
+
+
+def test_config_cache_dir_beats_the_environment(toy_dir, tmp_path, cache_dir):
+    """$GRASP_CACHE_DIR is the default; an explicit `--set cache_dir=...` wins over it."""
+    main(["-q", "--set", f"cache_dir={tmp_path / 'configured'}", "eval", "--skb", str(toy_dir), "--method", "bm25"])
+    assert (tmp_path / "configured" / "skb").exists() and not cache_dir.exists()

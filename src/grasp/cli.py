@@ -25,8 +25,8 @@ def _config(ctx: click.Context) -> GraspConfig:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="TOML config file.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. encoder.max_length=512.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="GRASP_CACHE_DIR",
-              help="Index cache root (default: $GRASP_CACHE_DIR or ~/.cache/grasp).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Index cache root (default: the config's cache_dir, else $GRASP_CACHE_DIR, else ~/.cache/grasp).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.version_option(package_name="grasp-retrieval")
 @click.pass_context
