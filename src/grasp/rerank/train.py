@@ -99,7 +99,8 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     ckpt = out_dir / "checkpoint.pt"
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
-        if saved.get("config", asdict(cfg)) != asdict(cfg):
+        same = {k: v for k, v in asdict(cfg).items() if k not in ("epochs", "save_every")}  # more epochs = go on
+        if {k: v for k, v in saved.get("config", asdict(cfg)).items() if k in same} != same:
             raise ConfigError(f"{ckpt} is from another training configuration ({saved['config']}); "
                               "delete it to start over with this one")
         net.load_state_dict(saved["model"], strict=False)
