@@ -56,6 +56,12 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     cfg.epochs = 2
     state = train_reranker(records, rr.serialize, out, config=cfg, progress=False)  # resumes after step `first`
     assert state["step"] == 2 * first and [e["step"] for e in state["log"]] == list(range(1, 2 * first + 1))
+    from grasp.errors import ConfigError
+
+    cfg.lr = 5e-4  # other settings than the checkpoint's: refused, not silently mixed
+    with pytest.raises(ConfigError, match="another training configuration"):
+        train_reranker(records, rr.serialize, out, config=cfg, progress=False)
+    cfg.lr = 1e-3
     ce = CrossEncoderReranker("minilm", out / "adapter", max_length=64)
     scores = ce.score("potassium channel", [rr.serialize(2), rr.serialize(3)])
     assert scores.shape == (2,)
