@@ -168,6 +168,7 @@ class Workspace:
         run = retriever.batch_search(queries, k or self.config.eval.k, progress=self.progress)
         t2 = time.perf_counter()
         report = evaluate_run(run, queries, candidate_mask=self.skb.candidate_mask)
+        report.method = method  # the method's name (a composite's run is named after its last stage)
         report.info.update({
             "skb": self.skb.name,
             "index_seconds": round(t1 - t0, 3),
