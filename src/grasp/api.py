@@ -34,9 +34,6 @@ MAX_QUERY_CHARS = 2000
 MAX_K = 100
 DEMO_DIR = Path(__file__).parent / "data" / "demo"
 
-# stage names as they appear in explanations, in pipeline order
-STAGE_ORDER = ("graph", "mfar", "dense", "bm25", "fused", "reranker", "reranked")
-
 
 def check_query(text: Any) -> str:
     """The query text, or :class:`InputError` saying what is wrong with it."""

@@ -124,10 +124,10 @@ class Workspace:
         out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
                                       "mfar": None if self.artifact("mfar/weights.pt") else "not trained: grasp train mfar",
                                       "fused": fusion}
-        zs = None if self.artifact("rerank-fusion-zero-shot.json") else "no final fusion: grasp tune rerank --zero-shot"
+        zs = None if self.artifact(rerank_fusion_name(False)) else "no final fusion: grasp tune rerank --zero-shot"
         out["grasp-zs"] = fusion or zs
         trained = (None if self.artifact("reranker/adapter") else "no reranker: grasp train reranker") or (
-            None if self.artifact("rerank-fusion-trained.json") else "no final fusion: grasp tune rerank")
+            None if self.artifact(rerank_fusion_name(True)) else "no final fusion: grasp tune rerank")
         out["grasp"] = fusion or trained
         return out
 
@@ -276,6 +276,11 @@ def _fused(ws: Workspace) -> Retriever:
     return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
 
 
+def rerank_fusion_name(trained: bool) -> str:
+    """The artifact holding a final-fusion setting (written by `grasp tune rerank`)."""
+    return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+
+
 def candidate_serializer(ws: Workspace) -> Callable[[int], str]:
     """The reranker's view of a node (type, truncated fields, 1-hop neighbours), as configured."""
     from grasp.skb.documents import serialize_candidate
@@ -301,7 +306,7 @@ def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, 
         reranker = load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
     else:
         reranker = BiEncoderReranker(ws.encoder)
-    name = f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+    name = rerank_fusion_name(trained)
     tuned = ws.artifact(name)
     depth = cfg.depth
     if w is None or k is None:

@@ -63,7 +63,7 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     """Static RRF of the reranker's ranking with the fused one, (w, k) chosen on validation Hit@1."""
     import json
 
-    from grasp.pipeline import reranked_retriever
+    from grasp.pipeline import rerank_fusion_name, reranked_retriever
     queries = ws.queries(split=split, limit=limit)
     rr = reranked_retriever(ws, trained=trained, w=0.5, k=2.0)
     upstream = ws.run("fused", queries, rr.depth)
@@ -72,5 +72,5 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     static = search_static(table)
     setting = {"w": static.best["w"], "k": static.best["k"], "depth": rr.depth, "val_hit1": static.hit1, "split": split,
                "n": len(queries), "within_1pt": static.within_1pt, "trained": trained}
-    (ws.cache_dir / f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json").write_text(json.dumps(setting, indent=1))
+    ws.artifact_path(rerank_fusion_name(trained)).write_text(json.dumps(setting, indent=1))
     return setting

@@ -11,7 +11,6 @@ Nodes are stored one table/label per node type with properties ``id`` (the SKB n
 from __future__ import annotations
 
 import atexit
-
 import csv
 import json
 from abc import ABC, abstractmethod

@@ -7,8 +7,8 @@ from grasp.rerank.base import Reranker
 from grasp.rerank.bi_encoder import BiEncoderReranker
 from grasp.rerank.cross_encoder import CrossEncoderReranker
 from grasp.rerank.retriever import RerankedRetriever
-from grasp.rerank.tuned_bi_encoder import TunedBiEncoderReranker
 from grasp.rerank.train import RerankTrainConfig, build_records, train_reranker
+from grasp.rerank.tuned_bi_encoder import TunedBiEncoderReranker
 
 __all__ = ["Reranker", "BiEncoderReranker", "CrossEncoderReranker", "RerankedRetriever", "RerankTrainConfig",
            "TunedBiEncoderReranker", "load_trained_reranker",

@@ -13,23 +13,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grasp.encode.encoder import default_device, resolve_model_path
-from grasp.rerank.base import Reranker
+from grasp.rerank.base import Reranker, load_transformer
 
 
 def load_cross_encoder(model: str = "minilm", adapter: Path | None = None, *, device: str | None = None):
     """(tokenizer, model) with an optional LoRA adapter applied."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification
 
-    path, _ = resolve_model_path(model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    # float32 whatever the checkpoint stores (a float16 copy of the weights trains poorly in half precision)
-    net = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, dtype=torch.float32)
-    if adapter is not None:
-        from peft import PeftModel
-
-        net = PeftModel.from_pretrained(net, str(adapter)).merge_and_unload()  # plain weights: faster inference
-    return tokenizer, net.to(device or default_device())
+    return load_transformer(AutoModelForSequenceClassification, model, adapter, device, num_labels=1)
 
 
 class CrossEncoderReranker(Reranker):

@@ -16,24 +16,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grasp.encode.encoder import default_device, resolve_model_path
-from grasp.rerank.base import DocumentVectorCache, Reranker
+from grasp.rerank.base import DocumentVectorCache, Reranker, load_transformer
 
 TEMPERATURE = 0.05
 
 
 def load_bi_encoder(model: str = "minilm", adapter: Path | None = None, *, device: str | None = None):
     """(tokenizer, encoder) with an optional LoRA adapter applied; float32."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel
 
-    path, _ = resolve_model_path(model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    net = AutoModel.from_pretrained(path, dtype=torch.float32)
-    if adapter is not None:
-        from peft import PeftModel
-
-        net = PeftModel.from_pretrained(net, str(adapter)).merge_and_unload()  # plain weights: faster inference
-    return tokenizer, net.to(device or default_device())
+    return load_transformer(AutoModel, model, adapter, device)
 
 
 def embed(net, tokenizer, texts: Sequence[str], max_length: int) -> torch.Tensor:

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from grasp.config import BM25Config
-from grasp.errors import ConfigError
 from grasp.dense.bm25 import BM25Retriever
 from grasp.encode.encoder import Encoder
 from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
+from grasp.errors import ConfigError
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
 from grasp.skb.graph import SKB
