@@ -18,7 +18,7 @@ from pathlib import Path
 
 from grasp.config import load_config
 from grasp.pipeline import make_chat_client
-from grasp.plan.cache import PlanCache
+from grasp.plan.cache import PlanCache, shipped_plans
 from grasp.plan.planner import Planner
 from grasp.plan.report import summarise
 from grasp.skb import SKB, read_skb, read_stark_qa, select_queries
@@ -51,7 +51,9 @@ def main() -> None:
     for name in args.datasets.split(","):
         skb, queries = load(name, args.shared, args.n)
         for grammar in (True, False):
-            cache = PlanCache(args.out / f"{name}-{'grammar' if grammar else 'free'}.jsonl")
+            # plans the pipeline already made (shipped for bio/pkg) are reused: same model, prompt and grammar flag
+            cache = PlanCache(args.out / f"{name}-{'grammar' if grammar else 'free'}.jsonl",
+                              readonly=shipped_plans(skb.schema.name))
 
             def factory():
                 nonlocal client

@@ -103,3 +103,12 @@ def test_config_cache_dir_beats_the_environment(toy_dir, tmp_path, cache_dir):
     """$GRASP_CACHE_DIR is the default; an explicit `--set cache_dir=...` wins over it."""
     main(["-q", "--set", f"cache_dir={tmp_path / 'configured'}", "eval", "--skb", str(toy_dir), "--method", "bm25"])
     assert (tmp_path / "configured" / "skb").exists() and not cache_dir.exists()
+
+
+def test_index_builds_what_is_ready_and_says_what_is_missing(toy_dir, cache_dir, capsys):
+    main(["index", "--skb", str(toy_dir)])
+    out = capsys.readouterr().out
+    for m in ("bm25", "dense", "graph"):
+        assert f"{m}: ready" in out
+    assert "mfar: skipped (not trained: grasp train mfar)" in out
+    assert "grasp: skipped (no fusion setting: grasp tune fusion)" in out

@@ -142,14 +142,19 @@ def serve(ctx, skb_dir, stark_dataset, method, host, port):
 @cli.command()
 @skb_option
 @stark_option
-@click.option("--method", "methods", multiple=True, type=_method_choice(), help="Methods to build (default: all).")
+@click.option("--method", "methods", multiple=True, type=_method_choice(),
+              help="Methods to build (default: every method whose trained parts exist).")
 @click.pass_context
 def index(ctx, skb_dir, stark_dataset, methods):
     """Build (or verify) the indexes of the given methods ahead of time."""
-    from grasp.pipeline import METHODS
-
     ws = _workspace(ctx, skb_dir, stark_dataset)
-    for m in methods or sorted(METHODS):
+    if not methods:
+        readiness = ws.readiness()
+        methods = [m for m, missing in readiness.items() if missing is None]
+        for m, missing in readiness.items():
+            if missing is not None:
+                click.echo(f"{m}: skipped ({missing})")
+    for m in methods:
         ws.retriever(m)
         click.echo(f"{m}: ready")
     click.echo(f"indexes in {ws.cache_dir}")

@@ -64,14 +64,13 @@ class Workspace:
     @cached_property
     def planner(self):
         """The Stage-1 planner: cached plans first (shipped + this workspace's), the LLM on a miss."""
-        from grasp.plan.cache import PlanCache
+        from grasp.plan.cache import PlanCache, shipped_plans
         from grasp.plan.examples import read_examples
         from grasp.plan.planner import Planner
         from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
 
         cfg = self.config.planner
-        shipped = Path(__file__).parent / "data" / "plans" / f"{self.skb.schema.name}.jsonl"
-        cache = PlanCache(cfg.cache_file or self.cache_dir / "plans.jsonl", readonly=[shipped] if shipped.exists() else [])
+        cache = PlanCache(cfg.cache_file or self.cache_dir / "plans.jsonl", readonly=shipped_plans(self.skb.schema.name))
         factory = None if cfg.kind == "cache" else (lambda: make_chat_client(cfg, self.config))
         examples = load_examples(profile_of(self.skb))
         if not examples and self.examples_path.exists():  # drawn from this SKB's train split

@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 
+def shipped_plans(schema_name: str) -> list[Path]:
+    """The plan cache shipped in the package for an SKB of this schema name, if there is one."""
+    path = Path(__file__).resolve().parent.parent / "data" / "plans" / f"{schema_name}.jsonl"
+    return [path] if path.exists() else []
+
+
 def plan_key(model_id: str, prompt_hash: str, query: str, grammar: bool) -> str:
     blob = json.dumps([model_id, prompt_hash, query, grammar], ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
