@@ -3,8 +3,7 @@ the service sees it, next to BM25 measured in the same run.
 
     python bench/pipeline_latency.py --skb ../shared/data/skb/pkg [--method grasp] [--n 100] [--split test]
 
-Runs the first N queries of the split whose plan is cached (the planner's own LLM time is in
-bench/stage1_latency.py and the plan cache) through ``Searcher.search(explain=True)`` and
+Runs the first N queries of the split whose plan is cached through ``Searcher.search(explain=True)`` and
 reports p50/p95 in milliseconds of every stage the explanation times (graph and its steps,
 mFAR, fusion, reranker) and of the whole call, plus the planner's cold-cache LLM time as
 recorded in the plan cache when each plan was made; the last column divides each p50 by the BM25
@@ -34,8 +33,9 @@ def main() -> None:
     searcher = Searcher.open(args.skb, method=args.method, config=config)
     bm25 = Searcher(searcher.workspace, "bm25")
     planner = searcher.workspace.planner
-    queries = [q for q in searcher.workspace.queries(split=args.split)
-               if planner.cache.get(planner.key(q.text)) is not None][: args.n]
+    planned = [(q, rec) for q in searcher.workspace.queries(split=args.split)
+               if (rec := planner.cache.get(planner.key(q.text))) is not None][: args.n]
+    queries = [q for q, _ in planned]
     searcher.search(queries[0].text, k=10)  # load every model and index first
     bm25.search(queries[0].text, k=10)
     stages: dict[str, list[float]] = defaultdict(list)
@@ -50,9 +50,10 @@ def main() -> None:
             if name != "total" and name != "reranked":
                 stages[name].append(ms)
         stages["whole call"].append(wall)
-        seconds = planner.cache.get(planner.key(q.text)).get("seconds")
-        if seconds is not None:  # the LLM time recorded when the plan was made: the cold-cache planner
-            stages["planner, cold (LLM, from the plan cache)"].append(1000 * seconds)
+    # the cold-cache planner: the LLM time recorded in the cache when each plan was made
+    cold = [1000 * rec["seconds"] for _, rec in planned if rec.get("seconds") is not None]
+    if cold:
+        stages["planner, cold (LLM, from the plan cache)"] = cold
     base = float(np.percentile(stages["bm25 (baseline)"], 50))
     print(f"{searcher.skb.schema.name}, method {searcher.method}, {len(queries)} queries, one at a time\n")
     print("| stage | p50 ms | p95 ms | p50 / BM25 p50 |")
