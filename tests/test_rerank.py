@@ -116,5 +116,6 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
                             max_length=64, kind="bi-encoder")
     state = train_reranker(records, rr.serialize, tmp_path / "bi", config=cfg, progress=False)
     assert state["step"] >= 1
-    loaded = load_trained_reranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
+    loaded = load_trained_reranker("minilm", tmp_path / "bi" / "adapter", max_length=512)
     assert isinstance(loaded, TunedBiEncoderReranker) and loaded.score("sodium", docs).shape == (3,)
+    assert loaded.max_length == 64  # the length it was trained at wins over the caller's fallback

@@ -36,10 +36,10 @@ class RerankTrainConfig:
     warmup: float = 0.05
     global_batch: int = 16
     micro_batch: int = 4
-    group_size: int = 16
+    group_size: int = 8
     hard_negatives: int = 30
     depth: int = 100
-    max_length: int = 256
+    max_length: int = 128
     lora_r: int = 32
     lora_alpha: int = 64
     lora_dropout: float = 0.05
