@@ -21,31 +21,35 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from grasp.config import GraspConfig, RerankerConfig
 from grasp.errors import ConfigError
 from grasp.results import Run
 from grasp.skb.queries import Query
 from grasp.storage import atomic_file
 
+_DEFAULTS = RerankerConfig()
+
 
 @dataclass
 class RerankTrainConfig:
-    """Training settings (defaults as in :class:`grasp.config.RerankerConfig`)."""
+    """Training settings; the fields it shares with :class:`grasp.config.RerankerConfig` take their
+    defaults from there, so the typed configuration stays the one place that sets them."""
 
-    epochs: int = 2
-    lr: float = 2e-4
-    warmup: float = 0.05
-    global_batch: int = 16
-    micro_batch: int = 4
-    group_size: int = 8
-    hard_negatives: int = 30
-    depth: int = 100
-    max_length: int = 128
-    lora_r: int = 32
-    lora_alpha: int = 64
+    epochs: int = _DEFAULTS.epochs
+    lr: float = _DEFAULTS.lr
+    warmup: float = _DEFAULTS.warmup
+    global_batch: int = _DEFAULTS.global_batch
+    micro_batch: int = _DEFAULTS.micro_batch
+    group_size: int = _DEFAULTS.group_size
+    hard_negatives: int = _DEFAULTS.hard_negatives
+    depth: int = _DEFAULTS.depth
+    max_length: int = _DEFAULTS.max_length
+    lora_r: int = _DEFAULTS.lora_r
+    lora_alpha: int = _DEFAULTS.lora_alpha
     lora_dropout: float = 0.05
     save_every: int = 50
-    seed: int = 13
-    kind: str = "bi-encoder"  # or "cross-encoder": a one-logit head on the encoder
+    seed: int = GraspConfig.model_fields["seed"].default
+    kind: str = _DEFAULTS.kind  # or "cross-encoder": a one-logit head on the encoder
 
     @classmethod
     def from_settings(cls, settings, seed: int) -> RerankTrainConfig:
