@@ -27,13 +27,15 @@ def main() -> None:
     ap.add_argument("--skb", required=True)
     ap.add_argument("--method", default="grasp")
     ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--split", default="test")
+    ap.add_argument("--split", default="test", help="a split name, or 'all'")
+    ap.add_argument("--set", dest="overrides", action="append", default=[],
+                    help="config override KEY=VALUE, e.g. reranker.depth=100")
     args = ap.parse_args()
-    config = load_config(None, ["planner.kind=cache", "planner.on_miss=no_trade"])
+    config = load_config(None, ["planner.kind=cache", "planner.on_miss=no_trade", *args.overrides])
     searcher = Searcher.open(args.skb, method=args.method, config=config)
     bm25 = Searcher(searcher.workspace, "bm25")
     planner = searcher.workspace.planner
-    planned = [(q, rec) for q in searcher.workspace.queries(split=args.split)
+    planned = [(q, rec) for q in searcher.workspace.queries(split=None if args.split == "all" else args.split)
                if (rec := planner.cache.get(planner.key(q.text))) is not None][: args.n]
     queries = [q for q, _ in planned]
     searcher.search(queries[0].text, k=10)  # load every model and index first
@@ -55,7 +57,9 @@ def main() -> None:
     if cold:
         stages["planner, cold (LLM, from the plan cache)"] = cold
     base = float(np.percentile(stages["bm25 (baseline)"], 50))
-    print(f"{searcher.skb.schema.name}, method {searcher.method}, {len(queries)} queries, one at a time\n")
+    rr = searcher.retriever
+    depth = f", rerank depth {rr.depth}, stored vectors {rr.uses_stored_vectors}" if hasattr(rr, "depth") else ""
+    print(f"{searcher.skb.schema.name}, method {searcher.method}{depth}, {len(queries)} queries, one at a time\n")
     print("| stage | p50 ms | p95 ms | p50 / BM25 p50 |")
     print("|---|---:|---:|---:|")
     for name, xs in stages.items():

@@ -27,7 +27,8 @@ def test_search_explains_every_stage(prepared_toy):
     assert ex["plan"]["anchors"][0]["text"] == "chromosome 2" and ex["n_cand"] == 3
     assert ex["bindings"][0]["bindings"][0]["name"] == "chromosome 2" and 0 < ex["bindings"][0]["bindings"][0]["cosine"] <= 1
     assert "MATCH" in ex["cypher"] and ex["risk_level"] == "normal"
-    assert set(ex["fusion"]) == {"mode", "w_graph", "w_dense", "k"} and set(ex["rerank"]) == {"reranker", "w", "k"}
+    assert set(ex["fusion"]) == {"mode", "w_graph", "w_dense", "k"} and set(ex["rerank"]) == {"reranker", "w", "k", "stored_vectors"}
+    assert ex["rerank"]["stored_vectors"] is False  # not built by `grasp index`: encoded per query
     assert {"graph", "dense", "fused", "reranker", "graph.plan", "graph.execute", "total"} <= set(ex["timings_ms"])
     top = res.hits[0]
     assert set(top.stage_ranks) == {"graph", "dense", "fused", "reranker", "final"} and top.stage_ranks["final"] == 1

@@ -125,6 +125,42 @@ def test_bundled_minilm_encodes_offline(minilm):
     assert minilm.model_id.startswith("st:sentence-transformers/all-MiniLM-L6-v2")
 
 
+def test_token_budget_batches_match_sentence_transformers(minilm):
+    """The encoder's own batching (sorted by token count, sized by tokens) gives the vectors that
+    sentence-transformers' encode gives, in the caller's order, and fills batches with short texts."""
+    texts = ["sodium", "a much longer text about voltage-gated potassium channels in neurons " * 6, "bread",
+             "gene on chromosome 2", "x"] * 30
+    mine = minilm.encode(texts)
+    ref = minilm._model.encode(texts, batch_size=4, convert_to_numpy=True, normalize_embeddings=True)
+    np.testing.assert_allclose(mine, ref, atol=2e-5)
+    batches = minilm._batches(texts)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(texts)))
+    assert max(len(b) for b in batches) > 2 * len(batches[0])  # many short texts per batch, few long ones
+    lengths = [len(ids) for ids in minilm.tokenizer(texts, truncation=True, max_length=128)["input_ids"]]
+    assert all(len(b) * max(lengths[i] for i in b) <= max(minilm.tokens_per_batch, 128) for b in batches)
+
+
+def test_int8_encoder_is_close_and_cached_apart():
+    """encoder.precision=int8 quantizes the Linear layers: vectors near fp32's, a model id of its own
+    (so its vectors never mix with fp32's in the store), and refused with a clear error where it cannot run."""
+    from grasp.config import EncoderConfig
+    from grasp.encode import build_encoder
+    from grasp.errors import ConfigError
+
+    fp32 = build_encoder(EncoderConfig(max_length=128))
+    int8 = build_encoder(EncoderConfig(max_length=128, precision="int8"))
+    texts = ["sodium voltage-gated channel alpha subunit", "glycosaminoglycan biosynthesis", "python yaml parser"]
+    a, b = fp32.encode(texts), int8.encode(texts)
+    cos = (a * b).sum(1)
+    assert cos.min() > 0.9 and not np.allclose(a, b, atol=1e-4)
+    assert int8.model_id == fp32.model_id + ":int8"
+    assert b[0] @ b[1] < b[0] @ int8.encode(["sodium ion channel"])[0]  # still ranks by meaning
+    from grasp.encode.encoder import SentenceTransformerEncoder
+
+    with pytest.raises(ConfigError, match="CPU option"):
+        SentenceTransformerEncoder(precision="int8", device="meta")
+
+
 class _FakeEmbeddings(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -95,3 +95,29 @@ def test_dense_subset_reuses_stage1_vectors(index, tmp_path):
     assert torch.allclose(w.sum(-1), torch.ones(2))
     assert set(r.search("sodium channel", k=3).meta["field_weights"]) == (
         {f"bm25:{n}" for n in names} | {"dense:name", "dense:single"})
+
+
+def test_training_lexical_cache_equals_the_full_scores(index):
+    """Training reads each query's field BM25 from a sparse cache computed once; at any rows it holds
+    exactly what scoring the query over every candidate gives."""
+    from grasp.dense.mfar.train import _LexicalCache
+
+    idx, _ = index
+    texts = ["sodium channel", "glycosaminoglycan biosynthesis on chromosome 2", "zzzz unknown words"]
+    cache = _LexicalCache(idx, idx.tokenize(texts))
+    rows = np.array([0, 3, 1, idx.node_ids.size - 1, 2, 3])
+    for q, text in enumerate(texts):
+        full = idx.lexical_scores([t[0] for t in idx.tokenize([text])])
+        np.testing.assert_array_equal(cache.at(q, rows), full[:, rows])
+
+
+def test_a_start_with_built_indexes_renders_no_field(index, monkeypatch):
+    """Once the field indexes exist, opening them again renders no candidate's fields."""
+    from grasp.dense.mfar import fields_index
+
+    idx, _ = index
+    calls = []
+    monkeypatch.setattr(fields_index._FieldLayout, "document", lambda self, skb, node: calls.append(node) or "")
+    again = FieldIndex(idx.skb, get_layout("generic"), idx.encoder, idx.lexical[0].index_dir.parent.parent,
+                       progress=False)
+    assert calls == [] and [r.tolist() for r in again.dense_rows] == [r.tolist() for r in idx.dense_rows]

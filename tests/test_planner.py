@@ -183,3 +183,53 @@ def test_examples_drawn_from_train_split(toy_dir, tmp_path, capsys):
         cfg = load_config(None, [a for a in base[4:] if a != "--set"])
         ws = Workspace.open(toy_dir, cfg.model_copy(update={"cache_dir": tmp_path / "c"}), progress=False)
         assert "Query: sodium channel genes on chromosome 2" in ws.planner.builder.system
+
+
+class _QueryEchoClient:
+    """An in-process stand-in for the LLM (the external boundary): each query gets its own plan, the
+    relevance text copied from the query; it records how many calls were in flight at once."""
+
+    model_id = "echo"
+
+    def __init__(self, concurrency: int, delay: float = 0.05) -> None:
+        import threading
+
+        self.concurrency, self.delay = concurrency, delay
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+        import time
+
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        time.sleep(self.delay)
+        with self._lock:
+            self.in_flight -= 1
+        import re
+
+        plan = json.loads(GOOD)
+        plan["target"]["relevance_text"] = re.search(r"function number \d+", messages[-1]["content"]).group(0)
+        return json.dumps(plan)
+
+
+def test_parallel_planning_gives_the_serial_plans(toy_skb, tmp_path):
+    """plan_many keeps the client's slots full (as many calls in flight as it serves) and returns, in
+    query order, exactly the plans that planning one query at a time returns."""
+    from grasp.plan.llm import ChatClient
+    from grasp.skb import Query
+
+    ChatClient.register(_QueryEchoClient)
+    queries = [Query(str(i), f"genes on chromosome 2 with function number {i}") for i in range(12)]
+    serial_client, parallel_client = _QueryEchoClient(1), _QueryEchoClient(4)
+    serial = Planner(toy_skb, serial_client, PlanCache(tmp_path / "a.jsonl")).plan_many(queries, progress=False)
+    parallel = Planner(toy_skb, parallel_client, PlanCache(tmp_path / "b.jsonl")).plan_many(queries, progress=False)
+    assert serial_client.max_in_flight == 1 and parallel_client.max_in_flight == 4
+    assert list(parallel) == [q.qid for q in queries]
+    assert [o.check.plan.dump() for o in parallel.values()] == [o.check.plan.dump() for o in serial.values()]
+    assert parallel["3"].check.plan.target.relevance_text == "function number 3"
+    # a second pass is all cache hits: no call at all
+    again = Planner(toy_skb, _QueryEchoClient(4), PlanCache(tmp_path / "b.jsonl"))
+    assert all(o.cached for o in again.plan_many(queries, progress=False).values())
+    assert again._client.max_in_flight == 0

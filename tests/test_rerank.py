@@ -15,6 +15,7 @@ from grasp.rerank import (
     train_reranker,
 )
 from grasp.skb import read_queries
+from grasp.skb.documents import CandidateSerializer
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +33,7 @@ def test_bi_encoder_zero_shot(ws, minilm):
 
 
 def test_reranked_retriever_fuses_with_upstream(ws, minilm):
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), ws.skb, ws.layout, w=0.5, k=2)
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout), w=0.5, k=2)
     run = rr.batch_search(read_queries(ws.default_queries_path()), 5)
     assert len(run) == 4
     r = run["0"]
@@ -46,7 +47,7 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     # the toy pool is small: allow every non-gold candidate as a negative
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     assert records and all(r["positives"] and r["negatives"] for r in records)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), ws.skb, ws.layout)
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout))
     cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
                             save_every=1, max_length=64, kind="cross-encoder")
     out = tmp_path / "rr"
@@ -107,7 +108,7 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
 
     queries = read_queries(ws.default_queries_path())
     records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), ws.skb, ws.layout)
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout))
     docs = [rr.serialize(n) for n in (1, 2, 3)]
     zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
     fresh = TunedBiEncoderReranker("minilm", max_length=256).score("sodium channel", docs)
@@ -119,3 +120,36 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
     loaded = load_trained_reranker("minilm", tmp_path / "bi" / "adapter", max_length=512)
     assert isinstance(loaded, TunedBiEncoderReranker) and loaded.score("sodium", docs).shape == (3,)
     assert loaded.max_length == 64  # the length it was trained at wins over the caller's fallback
+
+
+def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
+    """A trained bi-encoder's candidate vectors, stored once, give the scores (and so the rankings) that
+    serializing and encoding each pool per query gives; a retrained adapter gets a store of its own."""
+    import numpy as np
+
+    from grasp.rerank import TunedBiEncoderReranker
+    from grasp.rerank.vectors import CandidateVectors
+
+    queries = read_queries(ws.default_queries_path())
+    serializer = CandidateSerializer(ws.skb, ws.layout)
+    records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
+    cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
+                            max_length=64, kind="bi-encoder")
+    train_reranker(records, serializer, tmp_path / "bi", config=cfg, progress=False)
+    reranker = TunedBiEncoderReranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
+    vectors = CandidateVectors(tmp_path / "vec", serializer, reranker.document_encoder, progress=False)
+    live = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, depth=10)
+    stored = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, depth=10, vectors=vectors)
+    assert not stored.uses_stored_vectors  # not built yet: encoded per query, as before
+    stored.prepare()  # what `grasp index` does
+    assert stored.uses_stored_vectors and vectors.matrix().shape == (ws.skb.candidate_ids.size, 384)
+    up = ws.run("bm25", queries, 10)
+    for q in queries:
+        a, b = live.rerank(q, up[q.qid]), stored.rerank(q, up[q.qid])
+        assert a.node_ids.tolist() == b.node_ids.tolist()
+        np.testing.assert_allclose(a.scores, b.scores, rtol=0, atol=1e-4)
+    # the store is keyed by the adapter's digest: other weights never read these vectors
+    base = TunedBiEncoderReranker("minilm", max_length=64)
+    assert not CandidateVectors(tmp_path / "vec", serializer, base.document_encoder, progress=False).built
+    with pytest.raises(ValueError, match="not candidate nodes"):
+        vectors.of(np.array([int(n) for n in range(ws.skb.num_nodes) if not ws.skb.candidate_mask[n]][:1]))

@@ -150,11 +150,12 @@ class Searcher:
         return self.batch_search([Query(qid, check_query(query))], k, explain=explain)[0]
 
     def batch_search(self, queries: Sequence[str | Query], k: int = 10, *, explain: bool = False,
-                     workers: int = 1, progress: bool = False) -> list[SearchResult]:
-        """Search many queries; with ``workers`` > 1 the LLM plans are fetched that many at a time first."""
+                     workers: int | None = None, progress: bool = False) -> list[SearchResult]:
+        """Search many queries; their LLM plans are made ``workers`` at a time first (default: as many as
+        the planner's client serves at once: the local model's slots, or planner.workers for an endpoint)."""
         k = check_k(k)
         qs = [q if isinstance(q, Query) else Query(str(i), check_query(q)) for i, q in enumerate(queries)]
-        if workers > 1 and "graph" in self._stage_names():
+        if "graph" in self._stage_names():
             self.workspace.planner.plan_many(qs, workers=workers, progress=progress)
         t0 = time.perf_counter()
         stages = self.retriever.batch_search_stages(qs, max(k, self.workspace.config.eval.k), progress=progress)
@@ -199,7 +200,7 @@ class Searcher:
             out["fusion"] = {k: fused.meta.get(k) for k in ("mode", "w_graph", "w_dense", "k")}
         final = rankings.get("reranked")
         if final is not None:
-            out["rerank"] = {k: final.meta.get(k) for k in ("reranker", "w", "k")}
+            out["rerank"] = {k: final.meta.get(k) for k in ("reranker", "w", "k", "stored_vectors")}
         mfar = rankings.get("mfar")
         if mfar is not None:
             out["mfar"] = {k: mfar.meta.get(k) for k in ("trained", "field_weights")}

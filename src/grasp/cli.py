@@ -155,7 +155,7 @@ def index(ctx, skb_dir, stark_dataset, methods):
             if missing is not None:
                 click.echo(f"{m}: skipped ({missing})")
     for m in methods:
-        ws.retriever(m)
+        ws.retriever(m).prepare()
         click.echo(f"{m}: ready")
     click.echo(f"indexes in {ws.cache_dir}")
 
@@ -257,7 +257,7 @@ def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_
 
     ws = _workspace(ctx, skb_dir, stark_dataset)
     queries = ws.queries(queries_file, split=split, limit=limit)
-    outcomes = ws.planner.plan_many(queries, workers=_config(ctx).planner.workers, progress=ctx.obj["progress"])
+    outcomes = ws.planner.plan_many(queries, progress=ctx.obj["progress"])
     summary = summarise(outcomes.values())
     summary.update({"skb": ws.skb.name, "split": split, "model": ws.planner.model_id, "grammar": ws.planner.grammar})
     if output_json:

@@ -30,7 +30,12 @@ class EncoderConfig(_Section):
         "or the model name served by an OpenAI-compatible endpoint",
     )
     max_length: int = Field(256, ge=8, le=32768, description="token limit per text (paper: 512; 256 on Prime)")
-    batch_size: int = Field(64, ge=1)
+    batch_size: int = Field(64, ge=1, description="texts per request (openai); a quarter of the most texts per batch "
+                            "(sentence-transformers, whose batches are sized by tokens_per_batch)")
+    tokens_per_batch: int = Field(2048, ge=64, description="padded tokens per batch (sentence-transformers)")
+    precision: Literal["fp32", "int8"] = Field(
+        "fp32", description="int8: dynamic quantization of the Linear layers on CPU, ~1.4x faster, cosine ~0.98 to "
+        "fp32 (bench/encoder_throughput.py); its vectors are cached apart from fp32's")
     device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
@@ -74,9 +79,12 @@ class PlannerConfig(_Section):
     grammar: bool = Field(True, description="constrain decoding with a JSON schema built from the SKB's schema")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     max_tokens: int = Field(400, ge=64)
-    threads: int = Field(1, ge=1, description="CPU threads of the local model")
-    n_ctx: int = Field(8192, ge=1024)
-    workers: int = Field(1, ge=1, description="concurrent requests (endpoints); the local model serialises")
+    threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")
+    slots: int = Field(2, ge=1, le=16, description="sequences the local model decodes at once (llama.cpp parallel "
+                       "slots, continuous batching); each slot keeps its own copy of the prompt prefix")
+    flash_attn: bool = Field(True, description="flash attention in the local model (faster over the long prompt)")
+    n_ctx: int = Field(8192, ge=1024, description="context per slot")
+    workers: int = Field(4, ge=1, description="concurrent requests to an OpenAI-compatible endpoint")
     timeout_s: float = Field(120.0, gt=0)
     cache_file: Path | None = Field(None, description="writable plan cache; default: <index dir>/plans.jsonl")
 

@@ -185,8 +185,9 @@ def make_chat_client(cfg, config: GraspConfig):
         if not cfg.base_url:
             raise ConfigError("planner.kind 'openai' needs planner.base_url, e.g. http://localhost:8000/v1")
         return OpenAIChatClient(cfg.base_url, cfg.model, api_key=api_key_from_env(cfg.api_key_env),
-                                timeout_s=cfg.timeout_s, seed=config.seed)
-    return LocalGGUFClient(local_planner_path(config), n_ctx=cfg.n_ctx, threads=cfg.threads, seed=config.seed, model_id=cfg.model)
+                                timeout_s=cfg.timeout_s, seed=config.seed, concurrency=cfg.workers)
+    return LocalGGUFClient(local_planner_path(config), n_ctx=cfg.n_ctx, threads=cfg.threads, slots=cfg.slots,
+                           flash_attn=cfg.flash_attn, seed=config.seed, model_id=cfg.model)
 
 
 def local_planner_path(config: GraspConfig) -> Path:
@@ -280,42 +281,55 @@ def rerank_fusion_name(trained: bool) -> str:
     return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
 
 
-def candidate_serializer(ws: Workspace) -> Callable[[int], str]:
+def candidate_serializer(ws: Workspace):
     """The reranker's view of a node (type, truncated fields, 1-hop neighbours), as configured."""
-    from grasp.skb.documents import serialize_candidate
+    from grasp.skb.documents import CandidateSerializer
 
     cfg = ws.config.reranker
-    return lambda node: serialize_candidate(ws.skb, int(node), ws.layout, max_field_tokens=cfg.max_field_tokens,
-                                            max_neighbors_per_relation=cfg.max_neighbors)
+    return CandidateSerializer(ws.skb, ws.layout, max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
 
 
-def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None):
-    """Stage 3 over the fused ranking: the zero-shot bi-encoder, or the trained cross-encoder;
-    the final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
+def reranker_for(ws: Workspace, *, trained: bool):
+    """The zero-shot bi-encoder, or the reranker `grasp train reranker` saved (its adapter says which kind)."""
+    from grasp.rerank import BiEncoderReranker, load_trained_reranker
+
+    cfg = ws.config.reranker
+    if not trained:
+        return BiEncoderReranker(ws.encoder)
+    adapter = ws.artifact("reranker/adapter")
+    if adapter is None:
+        raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path('reranker/adapter')}); "
+                          "run `grasp train reranker` first")
+    return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
+
+
+def reranked_retriever(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None,
+                       depth: int | None = None):
+    """Stage 3 over the fused ranking; the final RRF uses the setting `grasp tune rerank` saved, unless
+    (w, k) are given. A bi-encoder reranker reads its candidates' stored vectors once `grasp index` built them."""
     import json
 
-    from grasp.rerank import BiEncoderReranker, RerankedRetriever, load_trained_reranker
+    from grasp.rerank import RerankedRetriever
+    from grasp.rerank.base import VectorReranker
+    from grasp.rerank.vectors import CandidateVectors
 
-    cfg = ws.config.reranker
-    if trained:
-        adapter = ws.artifact("reranker/adapter")
-        if adapter is None:
-            raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path('reranker/adapter')}); "
-                              "run `grasp train reranker` first")
-        reranker = load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
-    else:
-        reranker = BiEncoderReranker(ws.encoder)
+    reranker = reranker_for(ws, trained=trained)
     name = rerank_fusion_name(trained)
     tuned = ws.artifact(name)
-    depth = cfg.depth
+    setting_depth = None
     if w is None or k is None:
         if tuned is None:
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         setting = json.loads(tuned.read_text())
         w, k = setting["w"], setting["k"]
-        depth = setting.get("depth", depth)  # rerank as deep as the setting was tuned for
-    return RerankedRetriever(ws.retriever("fused"), reranker, ws.skb, ws.layout, depth=depth, w=w, k=k,
-                             max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
+        setting_depth = setting.get("depth")
+    serializer = candidate_serializer(ws)
+    vectors = (CandidateVectors(ws.cache_dir / "embeddings", serializer, reranker.document_encoder, progress=ws.progress)
+               if isinstance(reranker, VectorReranker) else None)
+    cfg = ws.config.reranker
+    if depth is None:  # a depth the user set wins; else the depth the final fusion was tuned at
+        depth = cfg.depth if "depth" in cfg.model_fields_set or setting_depth is None else setting_depth
+    return RerankedRetriever(ws.retriever("fused"), reranker, serializer, depth=depth, w=w, k=k, vectors=vectors)
 
 
 def _grasp_zero_shot(ws: Workspace) -> Retriever:

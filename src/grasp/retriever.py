@@ -31,6 +31,12 @@ class Retriever(ABC):
         run.seconds = time.perf_counter() - t0
         return {self.name: run}
 
+    def prepare(self) -> None:
+        """Build every index this stage reads, so that no query pays for it (``grasp index``). Stages
+        whose indexes are built when they are constructed have nothing left to do; composites
+        prepare the stages they are made of."""
+        return None
+
     def search(self, text: str, k: int = 10, *, qid: str = "q") -> Ranking:
         """Rank the candidates for one query text."""
         return self.batch_search([Query(qid, text)], k)[qid]

@@ -69,11 +69,34 @@ def default_device() -> str:
         return "cpu"
 
 
+def quantize_int8(module):
+    """``module`` with every Linear layer in int8 (dynamic quantization, per-channel weights): about
+    1.4x faster on these CPUs at cosine ~0.98 to float32 (bench/encoder_throughput.py)."""
+    import warnings
+
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao's deprecation notice, printed on every call
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(module, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+
+
 class SentenceTransformerEncoder(Encoder):
+    """A sentence-transformers model. Texts are tokenized once, sorted by token count and cut into
+    batches of about ``tokens_per_batch`` tokens (many short names per batch, few long documents), so
+    batches hardly pad and short texts do not pay a long text's batch overhead."""
+
     def __init__(self, model: str = BUNDLED_MINILM, *, max_length: int = 256, batch_size: int = 64,
-                 device: str | None = None, query_prefix: str = "") -> None:
+                 device: str | None = None, query_prefix: str = "", precision: str = "fp32",
+                 tokens_per_batch: int = 2048) -> None:
         load_from, identity = resolve_model_path(model)
         self.device = device or default_device()
+        if precision not in ("fp32", "int8"):
+            raise ConfigError(f"encoder.precision must be 'fp32' or 'int8', not {precision!r}")
+        if precision == "int8" and self.device != "cpu":
+            raise ConfigError(f"encoder.precision 'int8' is a CPU option (dynamic quantization), not for device "
+                              f"{self.device!r}: use fp32 there")
         try:
             from sentence_transformers import SentenceTransformer
 
@@ -83,30 +106,53 @@ class SentenceTransformerEncoder(Encoder):
                 f"cannot load sentence-transformers model {model!r}: {e}. Without network access, pass a local "
                 "directory (encoder.model=/path/to/model) or use the bundled 'minilm'."
             ) from None
+        if precision == "int8":
+            self._model = quantize_int8(self._model)
+        self._model.eval()
         self._model.max_seq_length = max_length
+        self.max_length = max_length
         self.batch_size = batch_size
+        self.tokens_per_batch = max(tokens_per_batch, max_length)
         self.query_prefix = query_prefix
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
-        self.model_id = f"st:{identity}:len{max_length}"
+        self.model_id = f"st:{identity}:len{max_length}" + ("" if precision == "fp32" else f":{precision}")
 
     @property
     def tokenizer(self):
         return self._model.tokenizer
 
+    def _preprocess(self, texts: list[str]) -> dict:
+        """Model inputs for a batch (sentence-transformers 6 names it ``preprocess``, before ``tokenize``)."""
+        fn = getattr(self._model, "preprocess", None) or self._model.tokenize
+        return fn(texts)
+
+    def _batches(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Index batches, longest texts first, each of at most ``tokens_per_batch`` padded tokens."""
+        lengths = np.array([len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
+                                                               add_special_tokens=True)["input_ids"]])
+        order = np.argsort(-lengths, kind="stable")
+        batches, lo = [], 0
+        while lo < len(order):
+            size = max(1, min(self.batch_size * 4, self.tokens_per_batch // max(int(lengths[order[lo]]), 1)))
+            batches.append(order[lo : lo + size])
+            lo += size
+        return batches
+
     def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+        import torch
+
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # sort by length so batches pad little; restore the order afterwards
-        order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
-        for start in range(0, len(texts), self.batch_size * 16):
-            idx = order[start : start + self.batch_size * 16]
-            emb = self._model.encode([texts[i] for i in idx], batch_size=self.batch_size,
-                                     convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-            out[idx] = emb
-            bar.update(len(idx))
+        with torch.inference_mode():
+            for idx in self._batches(texts):
+                features = self._preprocess([texts[i] for i in idx])
+                features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+                emb = self._model(features)["sentence_embedding"]
+                out[idx] = torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+                bar.update(len(idx))
         bar.close()
         return out
 
@@ -182,6 +228,7 @@ def build_encoder(cfg: EncoderConfig) -> Encoder:
                                               query_prefix=cfg.query_prefix)
     else:
         enc = SentenceTransformerEncoder(cfg.model, max_length=cfg.max_length, batch_size=cfg.batch_size,
-                                         device=cfg.device, query_prefix=cfg.query_prefix)
+                                         device=cfg.device, query_prefix=cfg.query_prefix, precision=cfg.precision,
+                                         tokens_per_batch=cfg.tokens_per_batch)
     _CACHE[key] = enc
     return enc

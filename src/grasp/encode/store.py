@@ -33,6 +33,14 @@ class EmbeddingStore:
     def path_for(self, name: str, key: dict[str, Any]) -> Path:
         return self.root / f"{name}-{stable_hash(key)}.npy"
 
+    def _full_key(self, key: dict[str, Any], node_ids: np.ndarray, encoder: Encoder) -> dict[str, Any]:
+        return {**key, "model": encoder.model_id, "dtype": self.dtype.name,
+                "nodes": stable_hash(np.asarray(node_ids).tolist())}
+
+    def exists(self, name: str, key: dict[str, Any], node_ids: np.ndarray, encoder: Encoder) -> bool:
+        """Whether the matrix for these nodes is complete on disk (nothing is built)."""
+        return self.path_for(name, self._full_key(key, node_ids, encoder)).exists()
+
     def get(
         self,
         name: str,
@@ -44,8 +52,7 @@ class EmbeddingStore:
         progress: bool = True,
     ) -> np.ndarray:
         """The (len(node_ids), dim) matrix for these nodes, built if missing (memory-mapped)."""
-        key = {**key, "model": encoder.model_id, "dtype": self.dtype.name,
-               "nodes": stable_hash(np.asarray(node_ids).tolist())}
+        key = self._full_key(key, node_ids, encoder)
         path = self.path_for(name, key)
         if path.exists():
             return self._load(path, len(node_ids), encoder.dim)

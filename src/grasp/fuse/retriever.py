@@ -49,6 +49,10 @@ class FusedRetriever(Retriever):
     def __init__(self, graph: Retriever, dense: Retriever, setting: FusionSetting, *, depth: int = 100) -> None:
         self.graph, self.dense, self.setting, self.depth = graph, dense, setting, depth
 
+    def prepare(self) -> None:
+        self.graph.prepare()
+        self.dense.prepare()
+
     def fuse(self, graph_run: Run, dense_run: Run, k: int = 100) -> Run:
         out = Run(self.name)
         for qid in dict.fromkeys([*graph_run, *dense_run]):

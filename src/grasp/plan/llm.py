@@ -25,6 +25,7 @@ class LLMError(GraspError):
 
 class ChatClient(ABC):
     model_id: str
+    concurrency: int = 1  # requests worth sending at once (the planner keeps this many in flight)
 
     @abstractmethod
     def chat(self, messages: list[dict[str, str]], *, json_schema: dict | None = None, max_tokens: int = 512) -> str:
@@ -33,9 +34,10 @@ class ChatClient(ABC):
 
 class OpenAIChatClient(ChatClient):
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 120.0,
-                 retries: int = 3, seed: int = 13, structured: bool = True) -> None:
+                 retries: int = 3, seed: int = 13, structured: bool = True, concurrency: int = 4) -> None:
         import httpx
 
+        self.concurrency = concurrency
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.retries = retries
@@ -79,21 +81,30 @@ class OpenAIChatClient(ChatClient):
 
 
 class LocalGGUFClient(ChatClient):
-    """In-process llama.cpp via ``xllamacpp``; requests are serialised (one slot)."""
+    """In-process llama.cpp via ``xllamacpp``. With ``slots`` > 1 the server decodes that many requests
+    at once (continuous batching): concurrent :meth:`chat` calls share each forward pass. Every slot
+    keeps its own prompt cache, so the long system prompt is processed once per slot, then only each
+    query's few tokens are (measured in bench/planner_throughput.py)."""
 
-    def __init__(self, model_path: Path, *, n_ctx: int = 8192, threads: int = 1, seed: int = 13,
-                 model_id: str | None = None) -> None:
+    def __init__(self, model_path: Path, *, n_ctx: int = 8192, threads: int | None = None, slots: int = 1,
+                 flash_attn: bool = True, seed: int = 13, model_id: str | None = None) -> None:
         try:
             import xllamacpp as xl
         except ImportError:
             raise ConfigError("the local planner needs xllamacpp: pip install 'grasp-retrieval[planner]'") from None
         model_path = Path(model_path)
         if not model_path.exists():
-            raise ConfigError(f"{model_path}: GGUF model not found; run `grasp models fetch` or set planner.model_path")
+            raise ConfigError(f"{model_path}: GGUF model not found; run `grasp fetch planner` or set planner.model_path")
         p = xl.CommonParams()
         p.model.path = str(model_path)
-        p.n_ctx = n_ctx
-        p.n_parallel = 1
+        threads = threads or os.cpu_count() or 1
+        p.n_ctx = n_ctx * slots  # split evenly between the slots
+        p.n_parallel = slots
+        p.cont_batching = True
+        p.kv_unified = False  # measured: a unified cache made every slot attend over all slots' cells
+        p.cache_prompt = True
+        if flash_attn:
+            p.flash_attn_type = xl.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED
         p.cpuparams.n_threads = threads
         p.cpuparams_batch.n_threads = threads
         p.sampling.temp = 0.0
@@ -102,7 +113,8 @@ class LocalGGUFClient(ChatClient):
         p.verbosity = -1
         p.log_json = False
         self._server = xl.Server(p)
-        self._lock = threading.Lock()
+        self.concurrency = slots
+        self._slots = threading.BoundedSemaphore(slots)
         self.seed = seed
         self.model_id = model_id or f"gguf:{model_path.name}"
 
@@ -113,7 +125,7 @@ class LocalGGUFClient(ChatClient):
             compact = {**json_schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ",
                                                      "item_separator": ", "}}
             req["grammar"] = "%llguidance {}\nstart: %json " + json.dumps(compact)
-        with self._lock:
+        with self._slots:
             r = self._server.handle_chat_completions(req)
         if not isinstance(r, dict) or "choices" not in r:
             raise LLMError(f"local model returned no completion: {str(r)[:200]}")

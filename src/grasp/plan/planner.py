@@ -76,11 +76,13 @@ class Planner:
         return plan_key(self.model_id, self.builder.hash, query, self.grammar)
 
     def plan(self, query: str) -> PlanOutcome:
+        t0 = time.perf_counter()
         key = self.key(query)
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None:  # seconds: the lookup's own time
             check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
-            return PlanOutcome(query, check, hit.get("raw", ""), True, 0.0, hit.get("attempts", 1), hit.get("error"))
+            return PlanOutcome(query, check, hit.get("raw", ""), True, time.perf_counter() - t0, hit.get("attempts", 1),
+                               hit.get("error"))
         if self._client is None and self.on_miss == "no_trade":
             return PlanOutcome(query, _failed(self.skb, "no cached plan"), "", False, 0.0, 0, "not planned")
         if self._client is None:
@@ -110,17 +112,25 @@ class Planner:
                         "error": error, "seconds": round(seconds, 3)})
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
 
-    def plan_many(self, queries: Sequence[Query], *, workers: int = 1, progress: bool = True) -> dict[str, PlanOutcome]:
-        """Plan every query (cached ones cost nothing); resumable, since each result is cached at once."""
-        out: dict[str, PlanOutcome] = {}
-        bar = tqdm(total=len(queries), desc="planning", unit="query", disable=not progress)
+    def plan_many(self, queries: Sequence[Query], *, workers: int | None = None,
+                  progress: bool = True) -> dict[str, PlanOutcome]:
+        """Plan every query, ``workers`` at a time (default: as many as the LLM client serves at once, e.g.
+        the local model's slots); cached plans cost nothing and load no model. Resumable, since each
+        result is cached as soon as it exists."""
+        out = {q.qid: self.plan(q.text) for q in queries if self.cache.get(self.key(q.text)) is not None}
+        todo = [q for q in queries if q.qid not in out]
+        if not todo:
+            return {q.qid: out[q.qid] for q in queries}
+        if workers is None:
+            workers = self.client.concurrency if self._client is not None else 1
+        bar = tqdm(total=len(todo), desc="planning", unit="query", disable=not progress)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for q, outcome in zip(queries, pool.map(lambda q: self.plan(q.text), queries), strict=True):
+            for q, outcome in zip(todo, pool.map(lambda q: self.plan(q.text), todo), strict=True):
                 out[q.qid] = outcome
                 bar.update(1)
                 bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
         bar.close()
-        return out
+        return {q.qid: out[q.qid] for q in queries}
 
 
 def _failed(skb: SKB, reason: str | None) -> PlanCheck:

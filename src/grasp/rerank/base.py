@@ -17,6 +17,38 @@ class Reranker(ABC):
         """Relevance of each document to the query (higher is better)."""
 
 
+class VectorReranker(Reranker):
+    """A bi-encoder reranker: score = cos(query, candidate) / ``temperature``. A candidate's vector does
+    not depend on the query, so the vectors of every candidate can be stored as an index
+    (:class:`grasp.rerank.vectors.CandidateVectors`, built by ``grasp index``) and reranking then
+    costs one query encoding and a dot product; without a store, vectors are encoded on demand and
+    kept in memory across queries."""
+
+    temperature: float = 1.0
+
+    @property
+    @abstractmethod
+    def document_encoder(self):
+        """The :class:`~grasp.encode.encoder.Encoder` of candidate texts (its ``model_id`` names the weights)."""
+
+    @abstractmethod
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's unit vector, shape (dim,)."""
+
+    def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        if not documents:
+            return np.zeros(0)
+        if not hasattr(self, "_documents"):
+            self._documents = DocumentVectorCache(lambda texts: self.document_encoder.encode(texts))
+        return self.score_vectors(query, self._documents(list(documents)))
+
+    def score_vectors(self, query: str, vectors: np.ndarray) -> np.ndarray:
+        """Scores of candidates whose document vectors are given (rows of ``vectors``)."""
+        if len(vectors) == 0:
+            return np.zeros(0)
+        return np.asarray(vectors, dtype=np.float32) @ self.query_vector(query) / self.temperature
+
+
 class DocumentVectorCache:
     """Vectors of candidate texts, kept across queries: a bi-encoder's document vector does not
     depend on the query, and the same candidates recur in many queries' pools."""

@@ -6,23 +6,21 @@ the untrained reranker that works is the bi-encoder over the reranker's own cand
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from grasp.encode.encoder import Encoder
-from grasp.rerank.base import DocumentVectorCache, Reranker
+from grasp.rerank.base import VectorReranker
 
 
-class BiEncoderReranker(Reranker):
+class BiEncoderReranker(VectorReranker):
     name = "bi-encoder"
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
-        self.documents = DocumentVectorCache(lambda texts: np.asarray(encoder.encode(texts), dtype=np.float32))
 
-    def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
-        if not documents:
-            return np.zeros(0)
-        q = self.encoder.encode_queries([query])[0]
-        return self.documents(list(documents)) @ q
+    @property
+    def document_encoder(self) -> Encoder:
+        return self.encoder
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return np.asarray(self.encoder.encode_queries([query])[0], dtype=np.float32)

@@ -7,35 +7,46 @@ import time
 from collections.abc import Sequence
 
 from grasp.fuse.rrf import fuse_pair
-from grasp.rerank.base import Reranker
+from grasp.rerank.base import Reranker, VectorReranker
+from grasp.rerank.vectors import CandidateVectors
 from grasp.results import Ranking, Run
 from grasp.retriever import Retriever
-from grasp.skb.documents import DocumentLayout, serialize_candidate
-from grasp.skb.graph import SKB
+from grasp.skb.documents import CandidateSerializer
 from grasp.skb.queries import Query
 
 
 class RerankedRetriever(Retriever):
     name = "reranked"
 
-    def __init__(self, upstream: Retriever, reranker: Reranker, skb: SKB, layout: DocumentLayout, *,
-                 depth: int = 100, w: float = 0.5, k: float = 2.0, max_field_tokens: int = 300,
-                 max_neighbors: int = 10) -> None:
-        self.upstream, self.reranker, self.skb, self.layout = upstream, reranker, skb, layout
+    def __init__(self, upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *,
+                 depth: int = 100, w: float = 0.5, k: float = 2.0, vectors: CandidateVectors | None = None) -> None:
+        """``vectors``: the stored candidate vectors of a bi-encoder reranker; used once built
+        (``grasp index``), else candidates are serialized and encoded per query."""
+        self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
         self.depth, self.w, self.k = depth, w, k
-        self.max_field_tokens, self.max_neighbors = max_field_tokens, max_neighbors
+        self.vectors = vectors
 
-    def serialize(self, node: int) -> str:
-        return serialize_candidate(self.skb, node, self.layout, max_field_tokens=self.max_field_tokens,
-                                   max_neighbors_per_relation=self.max_neighbors)
+    @property
+    def uses_stored_vectors(self) -> bool:
+        return self.vectors is not None and isinstance(self.reranker, VectorReranker) and self.vectors.built
+
+    def prepare(self) -> None:
+        """The upstream's indexes and, for a bi-encoder reranker, every candidate's stored vector."""
+        self.upstream.prepare()
+        if self.vectors is not None and isinstance(self.reranker, VectorReranker):
+            self.vectors.matrix()
 
     def rerank(self, query: Query, upstream: Ranking) -> Ranking:
         pool = upstream.top(self.depth)
-        scores = self.reranker.score(query.text, [self.serialize(int(n)) for n in pool.node_ids])
+        if self.uses_stored_vectors:
+            scores = self.reranker.score_vectors(query.text, self.vectors.of(pool.node_ids))  # type: ignore[union-attr]
+        else:
+            scores = self.reranker.score(query.text, [self.serialize(int(n)) for n in pool.node_ids])
         return Ranking.from_scores(query.qid, pool.node_ids, scores, stage=f"{self.name}:{self.reranker.name}")
 
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
-        stages = self.upstream.batch_search_stages(queries, self.depth, progress=progress)
+        # the whole upstream run (not only the reranked top) is fused, so ranks below the depth keep their credit
+        stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
         scored, out = self.from_upstream(queries, stages[self.upstream.name], k)
         return {**stages, "reranker": scored, self.name: out}
 
@@ -49,6 +60,7 @@ class RerankedRetriever(Retriever):
             scored.add(reranked)
             fused = fuse_pair(reranked, base, self.w, 1.0 - self.w, self.k, qid=q.qid, stage=self.name,
                               meta={"upstream": base.meta, "reranker": self.reranker.name, "w": self.w, "k": self.k,
+                                    "stored_vectors": self.uses_stored_vectors,
                                     "reranked_ids": reranked.node_ids[:20].tolist()})
             out.add(fused.top(k))
         scored.seconds = time.perf_counter() - t0

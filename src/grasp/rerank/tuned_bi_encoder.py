@@ -10,13 +10,15 @@ both, measured on validation).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from grasp.rerank.base import DocumentVectorCache, Reranker, load_transformer
+from grasp.encode.encoder import Encoder, resolve_model_path
+from grasp.rerank.base import VectorReranker, load_transformer
 
 TEMPERATURE = 0.05
 
@@ -38,24 +40,51 @@ def embed(net, tokenizer, texts: Sequence[str], max_length: int) -> torch.Tensor
     return torch.nn.functional.normalize(pooled, dim=-1)
 
 
-class TunedBiEncoderReranker(Reranker):
+def adapter_digest(adapter: Path | None) -> str:
+    """SHA-256 (16 hex digits) over an adapter folder's files: names the trained weights in cache keys."""
+    if adapter is None:
+        return "base"
+    digest = hashlib.sha256()
+    for f in sorted(p for p in Path(adapter).rglob("*") if p.is_file()):
+        digest.update(f.relative_to(adapter).as_posix().encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class TunedEncoder(Encoder):
+    """The tuned encoder as an :class:`Encoder`, so its candidate vectors go into the embedding store."""
+
+    def __init__(self, net, tokenizer, *, max_length: int, batch_size: int, identity: str) -> None:
+        self.net, self.tokenizer = net, tokenizer
+        self.max_length, self.batch_size = max_length, batch_size
+        self.dim = int(net.config.hidden_size)
+        self.model_id = f"{identity}:len{max_length}"
+
+    @torch.inference_mode()
+    def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # batches of similar length pad little
+        for lo in range(0, len(texts), self.batch_size):
+            idx = order[lo : lo + self.batch_size]
+            out[idx] = embed(self.net, self.tokenizer, [texts[i] for i in idx], self.max_length).float().cpu().numpy()
+        return out
+
+
+class TunedBiEncoderReranker(VectorReranker):
     name = "tuned-bi-encoder"
+    temperature = TEMPERATURE
 
     def __init__(self, model: str = "minilm", adapter: Path | None = None, *, max_length: int = 256,
                  batch_size: int = 64, device: str | None = None) -> None:
         self.tokenizer, self.model = load_bi_encoder(model, adapter, device=device)
         self.model.eval()
         self.max_length, self.batch_size = max_length, batch_size
-        self.documents = DocumentVectorCache(self._embed)
+        self.encoder = TunedEncoder(self.model, self.tokenizer, max_length=max_length, batch_size=batch_size,
+                                    identity=f"tuned-bi-encoder:{resolve_model_path(model)[1]}:{adapter_digest(adapter)}")
 
-    @torch.no_grad()
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = [embed(self.model, self.tokenizer, texts[i : i + self.batch_size], self.max_length)
-               for i in range(0, len(texts), self.batch_size)]
-        return torch.cat(out).float().cpu().numpy()
+    @property
+    def document_encoder(self) -> Encoder:
+        return self.encoder
 
-    def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
-        if not documents:
-            return np.zeros(0)
-        q = self._embed([query])[0]
-        return self.documents(list(documents)) @ q / TEMPERATURE
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.encoder.encode([query])[0]

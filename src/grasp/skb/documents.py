@@ -280,6 +280,27 @@ def serialize_candidate(
     return "\n".join(lines)
 
 
+class CandidateSerializer:
+    """The reranker's view of a node (:func:`serialize_candidate` with fixed settings), the one object
+    that training, serving and the stored reranker vectors use; ``key`` names it in cache keys."""
+
+    version = 1
+
+    def __init__(self, skb: SKB, layout: DocumentLayout | None = None, *, max_field_tokens: int = 300,
+                 max_neighbors: int = 10) -> None:
+        self.skb = skb
+        self.layout = layout or get_layout(skb.schema.document_layout)
+        self.max_field_tokens, self.max_neighbors = max_field_tokens, max_neighbors
+
+    @property
+    def key(self) -> str:
+        return f"candidate-v{self.version}/{self.layout.key}/f{self.max_field_tokens}/n{self.max_neighbors}"
+
+    def __call__(self, node: int) -> str:
+        return serialize_candidate(self.skb, int(node), self.layout, max_field_tokens=self.max_field_tokens,
+                                   max_neighbors_per_relation=self.max_neighbors)
+
+
 def name_text(skb: SKB, node: int) -> str:
     """The name-only text used by name-mode vector indexes."""
     return skb.names[node]

@@ -26,6 +26,7 @@ from grasp.errors import ConfigError
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
 from grasp.skb.graph import SKB
+from grasp.storage import atomic_file, stable_hash
 
 
 class _FieldLayout(DocumentLayout):
@@ -53,6 +54,7 @@ class FieldIndex:
         self.encoder = encoder
         self.node_ids = skb.candidate_ids
         self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
+        self._nodes_hash = stable_hash(self.node_ids.tolist())
         specs = field_specs(skb)
         self.specs = [s for s in specs if fields is None or s.name in fields]
         if not self.specs:
@@ -65,8 +67,15 @@ class FieldIndex:
         self.dense: list[np.ndarray] = []        # per field: their embeddings (float32, in memory)
         self.has_dense: list[bool] = []
         for spec, lay in zip(self.specs, self.layouts, strict=True):
-            texts = [lay.document(skb, int(i)) for i in self.node_ids]
-            rows = np.array([r for r, t in enumerate(texts) if t], dtype=np.int64)
+            rendered: list[str] | None = None  # the field of every candidate, rendered only when something is built
+
+            def texts(lay=lay) -> list[str]:
+                nonlocal rendered
+                if rendered is None:
+                    rendered = [lay.document(skb, int(i)) for i in self.node_ids]
+                return rendered
+
+            rows = self._nonempty_rows(Path(root) / "mfar", lay, texts)
             self.lexical.append(BM25Retriever(skb, lay, Path(root) / "mfar", bm25, progress=progress,
                                               node_ids=self.node_ids))
             use_dense = dense_fields is None or spec.name in dense_fields
@@ -78,12 +87,23 @@ class FieldIndex:
                 emb = self._from_node_vectors(node_vectors, "name" if spec.kind == "name" else "doc", rows)
             else:
                 key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
-                row_text = dict(zip(self.node_ids[rows].tolist(), (texts[r] for r in rows), strict=True))
+                row_of_node = {int(n): int(r) for n, r in zip(self.node_ids[rows].tolist(), rows.tolist(), strict=True)}
                 emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
-                                row_text.__getitem__, encoder, progress=progress)
+                                lambda node, t=texts, m=row_of_node: t()[m[node]], encoder, progress=progress)
             self.dense_rows.append(rows)
             # float32 in memory: scoring every row per query in float16 would convert the matrix each time
             self.dense.append(np.ascontiguousarray(emb, dtype=np.float32))
+
+    def _nonempty_rows(self, root: Path, lay: DocumentLayout, texts) -> np.ndarray:
+        """Candidate rows whose field is non-empty, kept beside the field's BM25 index so that a start
+        with built indexes renders nothing."""
+        path = root / f"rows-{stable_hash([lay.key, self.skb.fingerprint, self._nodes_hash])}.npy"
+        if path.exists():
+            return np.load(path)
+        rows = np.array([r for r, t in enumerate(texts()) if t], dtype=np.int64)
+        with atomic_file(path, "wb") as f:
+            np.save(f, rows)
+        return rows
 
     @staticmethod
     def _reusable(spec: FieldSpec, layout: DocumentLayout, vectors: NodeVectors) -> bool:

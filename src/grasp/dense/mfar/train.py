@@ -46,6 +46,29 @@ def _save(path: Path, obj: dict) -> None:
         torch.save(obj, f)
 
 
+class _LexicalCache:
+    """Each training query's field BM25 over every candidate, computed once (not once per epoch) and
+    kept sparse: most candidates share no term with a query, and the dense (F, N) matrices of a
+    thousand queries would not fit in memory. ``at`` returns exactly what ``lexical_scores`` does."""
+
+    def __init__(self, index, tokens: list[list[list[int]]]) -> None:
+        self.index, self.tokens = index, tokens
+        self._rows: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    def at(self, query: int, rows: np.ndarray) -> np.ndarray:
+        """(F, len(rows)) normalised BM25 of query number ``query`` at these candidate rows."""
+        if query not in self._rows:
+            full = self.index.lexical_scores([t[query] for t in self.tokens])
+            self._rows[query] = [(np.flatnonzero(f), f[np.flatnonzero(f)]) for f in full]
+        out = np.zeros((len(self._rows[query]), len(rows)), dtype=np.float32)
+        for f, (nz, vals) in enumerate(self._rows[query]):
+            if nz.size:
+                pos = np.minimum(np.searchsorted(nz, rows), nz.size - 1)
+                hit = nz[pos] == rows
+                out[f, hit] = vals[pos[hit]]
+        return out
+
+
 def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries: Sequence[Query], out_dir: Path,
           config: TrainConfig | None = None, *, progress: bool = True) -> dict:
     """Train ``retriever.weights`` in place; returns the training log. Resumes from
@@ -66,7 +89,7 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
     hard = {q.qid: [row_of[int(n)] for n in bm25_run[q.qid].node_ids[lo - 1 : hi].tolist()
                     if int(n) not in set(q.answer_ids) and int(n) in row_of] for q in queries}
     q_emb = index.encoder.encode_queries([q.text for q in queries])
-    tokens = index.tokenize([q.text for q in queries])
+    lexical = _LexicalCache(index, index.tokenize([q.text for q in queries]))
 
     opt = torch.optim.Adam(retriever.weights.parameters(), lr=cfg.lr)
     state = {"epoch": 0, "best": -1.0, "bad_epochs": 0, "log": []}
@@ -89,7 +112,7 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
             pos = [rng.choice([row_of[a] for a in queries[i].answer_ids if a in row_of]) for i in batch]
             neg = [rng.choice(hard[queries[i].qid]) if hard[queries[i].qid] else rng.randrange(len(row_of)) for i in batch]
             cand = np.array(pos + neg)
-            lex = np.stack([index.lexical_scores([t[i] for t in tokens])[:, cand].T for i in batch])  # (B, C, F)
+            lex = np.stack([lexical.at(i, cand).T for i in batch])  # (B, C, F)
             dense = np.stack([index.dense_scores(q_emb[i], cand).T for i in batch])
             w = retriever.weights(torch.from_numpy(q_emb[batch]))
             scores = retriever.weights.combine(w, torch.from_numpy(lex), torch.from_numpy(dense)) / cfg.temperature
