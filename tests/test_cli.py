@@ -112,3 +112,9 @@ def test_index_builds_what_is_ready_and_says_what_is_missing(toy_dir, cache_dir,
         assert f"{m}: ready" in out
     assert "mfar: skipped (not trained: grasp train mfar)" in out
     assert "grasp: skipped (no fusion setting: grasp tune fusion)" in out
+    # every node type's name- and doc-mode vectors exist now, so no anchor builds an index inside a query
+    from grasp.skb import read_skb
+
+    built = {p.name.split("-")[0] + "-" + p.name.split("-")[1] for p in cache_dir.rglob("embeddings/*.npy")}
+    types = [t.replace("/", "_") for t in read_skb(toy_dir).schema.node_types]
+    assert {f"{mode}-{t}" for mode in ("name", "doc") for t in types} <= built

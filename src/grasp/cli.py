@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -155,8 +156,9 @@ def index(ctx, skb_dir, stark_dataset, methods):
             if missing is not None:
                 click.echo(f"{m}: skipped ({missing})")
     for m in methods:
+        t0 = time.perf_counter()
         ws.retriever(m).prepare()
-        click.echo(f"{m}: ready")
+        click.echo(f"{m}: ready ({time.perf_counter() - t0:.0f} s)")
     click.echo(f"indexes in {ws.cache_dir}")
 
 
