@@ -151,11 +151,11 @@ class Searcher:
 
     def batch_search(self, queries: Sequence[str | Query], k: int = 10, *, explain: bool = False,
                      workers: int | None = None, progress: bool = False) -> list[SearchResult]:
-        """Search many queries; their LLM plans are made ``workers`` at a time first (default: as many as
-        the planner's client serves at once: the local model's slots, or planner.workers for an endpoint)."""
+        """Search many queries. The graph stage plans the whole batch first, as many at a time as the planner's
+        client serves (the local model's slots, or planner.workers for an endpoint); ``workers`` overrides that."""
         k = check_k(k)
         qs = [q if isinstance(q, Query) else Query(str(i), check_query(q)) for i, q in enumerate(queries)]
-        if "graph" in self._stage_names():
+        if workers is not None and "graph" in self._stage_names():
             self.workspace.planner.plan_many(qs, workers=workers, progress=progress)
         t0 = time.perf_counter()
         stages = self.retriever.batch_search_stages(qs, max(k, self.workspace.config.eval.k), progress=progress)

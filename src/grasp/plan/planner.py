@@ -75,14 +75,21 @@ class Planner:
     def key(self, query: str) -> str:
         return plan_key(self.model_id, self.builder.hash, query, self.grammar)
 
-    def plan(self, query: str) -> PlanOutcome:
+    def cached(self, query: str) -> PlanOutcome | None:
+        """The cached outcome for this query (``seconds``: the lookup's own time), or None."""
         t0 = time.perf_counter()
+        hit = self.cache.get(self.key(query))
+        if hit is None:
+            return None
+        check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
+        return PlanOutcome(query, check, hit.get("raw", ""), True, time.perf_counter() - t0, hit.get("attempts", 1),
+                           hit.get("error"))
+
+    def plan(self, query: str) -> PlanOutcome:
+        hit = self.cached(query)
+        if hit is not None:
+            return hit
         key = self.key(query)
-        hit = self.cache.get(key)
-        if hit is not None:  # seconds: the lookup's own time
-            check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
-            return PlanOutcome(query, check, hit.get("raw", ""), True, time.perf_counter() - t0, hit.get("attempts", 1),
-                               hit.get("error"))
         if self._client is None and self.on_miss == "no_trade":
             return PlanOutcome(query, _failed(self.skb, "no cached plan"), "", False, 0.0, 0, "not planned")
         if self._client is None:
@@ -117,8 +124,13 @@ class Planner:
         """Plan every query, ``workers`` at a time (default: as many as the LLM client serves at once, e.g.
         the local model's slots); cached plans cost nothing and load no model. Resumable, since each
         result is cached as soon as it exists."""
-        out = {q.qid: self.plan(q.text) for q in queries if self.cache.get(self.key(q.text)) is not None}
-        todo = [q for q in queries if q.qid not in out]
+        out: dict[str, PlanOutcome] = {}
+        todo = []
+        for q in queries:
+            if (hit := self.cached(q.text)) is not None:
+                out[q.qid] = hit
+            else:
+                todo.append(q)
         if not todo:
             return {q.qid: out[q.qid] for q in queries}
         if workers is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +36,13 @@ class VectorReranker(Reranker):
     def query_vector(self, query: str) -> np.ndarray:
         """The query's unit vector, shape (dim,)."""
 
+    @cached_property
+    def _documents(self) -> DocumentVectorCache:
+        return DocumentVectorCache(lambda texts: self.document_encoder.encode(texts))
+
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         if not documents:
             return np.zeros(0)
-        if not hasattr(self, "_documents"):
-            self._documents = DocumentVectorCache(lambda texts: self.document_encoder.encode(texts))
         return self.score_vectors(query, self._documents(list(documents)))
 
     def score_vectors(self, query: str, vectors: np.ndarray) -> np.ndarray:

@@ -22,18 +22,20 @@ class RerankedRetriever(Retriever):
                  depth: int = 100, w: float = 0.5, k: float = 2.0, vectors: CandidateVectors | None = None) -> None:
         """``vectors``: the stored candidate vectors of a bi-encoder reranker; used once built
         (``grasp index``), else candidates are serialized and encoded per query."""
+        if vectors is not None and not isinstance(reranker, VectorReranker):
+            raise ValueError(f"stored vectors need a bi-encoder reranker, not {reranker.name}")
         self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
         self.depth, self.w, self.k = depth, w, k
         self.vectors = vectors
 
     @property
     def uses_stored_vectors(self) -> bool:
-        return self.vectors is not None and isinstance(self.reranker, VectorReranker) and self.vectors.built
+        return self.vectors is not None and self.vectors.built
 
     def prepare(self) -> None:
         """The upstream's indexes and, for a bi-encoder reranker, every candidate's stored vector."""
         self.upstream.prepare()
-        if self.vectors is not None and isinstance(self.reranker, VectorReranker):
+        if self.vectors is not None:
             self.vectors.matrix()
 
     def rerank(self, query: Query, upstream: Ranking) -> Ranking:
