@@ -34,7 +34,7 @@ class EncoderConfig(_Section):
                             "(sentence-transformers, whose batches are sized by tokens_per_batch)")
     tokens_per_batch: int = Field(2048, ge=64, description="padded tokens per batch (sentence-transformers)")
     precision: Literal["fp32", "int8"] = Field(
-        "fp32", description="int8: dynamic quantization of the Linear layers on CPU, ~1.4x faster, cosine ~0.98 to "
+        "fp32", description="int8: dynamic quantization of the Linear layers on CPU, ~1.5x faster, cosine ~0.98 to "
         "fp32 (bench/encoder_throughput.py); its vectors are cached apart from fp32's")
     device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")

@@ -71,7 +71,7 @@ def default_device() -> str:
 
 def quantize_int8(module):
     """``module`` with every Linear layer in int8 (dynamic quantization, per-channel weights): about
-    1.4x faster on these CPUs at cosine ~0.98 to float32 (bench/encoder_throughput.py)."""
+    1.5x faster on these CPUs at cosine ~0.98 to float32 (bench/encoder_throughput.py)."""
     import warnings
 
     import torch
