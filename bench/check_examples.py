@@ -16,9 +16,9 @@ import numpy as np
 from grasp.config import load_config
 from grasp.eval.metrics import score_query
 from grasp.graph.compiler import compile_plan
-from grasp.pipeline import Workspace
 from grasp.plan.prompt import load_examples, profile_of
 from grasp.plan.validate import check_plan
+from grasp.workspace import Workspace
 
 
 def main() -> None:

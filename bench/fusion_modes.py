@@ -11,7 +11,7 @@ import argparse
 from grasp.config import load_config
 from grasp.eval.report import evaluate_run, markdown_table
 from grasp.fuse.retriever import FusedRetriever, FusionSetting
-from grasp.pipeline import Workspace
+from grasp.workspace import Workspace
 
 
 def main() -> None:
@@ -20,7 +20,7 @@ def main() -> None:
     ap.add_argument("--split", default="test")
     args = ap.parse_args()
     ws = Workspace.open(args.skb, load_config(None, ["planner.kind=cache", "planner.on_miss=no_trade"]), progress=False)
-    chosen = FusionSetting.load(ws.artifact("fusion.json"))
+    chosen = ws.load_setting(FusionSetting)
     static = chosen.info["static"]
     dyn = chosen.info["dynamic"]
     settings = {

@@ -22,9 +22,9 @@ STEPS = {
     "load SKB": "",
     "render documents": "docs = [ws.layout.document(ws.skb, int(i)) for i in ws.skb.candidate_ids]",
     "BM25 index": "ws.retriever('bm25')",
-    "Kùzu graph load": "from grasp.pipeline import graph_engine; graph_engine(ws)",
+    "Kùzu graph load": "from grasp.graph.build import build_engine; build_engine(ws.config.graph, ws.skb, ws.cache_dir)",
     "mFAR field BM25 indexes": textwrap.dedent("""
-        from grasp.dense.mfar import FieldIndex
+        from grasp.text.mfar import FieldIndex
         FieldIndex(ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=ws.config.bm25, dense_fields=[], progress=False)"""),
     "dense embeddings (sample)": textwrap.dedent("""
         ids = ws.skb.candidate_ids[:SAMPLE]
@@ -38,7 +38,7 @@ RUNNER = """
 import json, resource, sys, time
 t0 = time.perf_counter()
 from grasp.config import load_config
-from grasp.pipeline import Workspace
+from grasp.workspace import Workspace
 SAMPLE = {sample}
 extra = {{}}
 ws = Workspace.open({skb!r}, load_config(None, ["cache_dir={cache}"]), progress=False)

@@ -9,8 +9,8 @@ import argparse
 import json
 
 from grasp.config import load_config
-from grasp.pipeline import Workspace
 from grasp.plan.report import summarise
+from grasp.workspace import Workspace
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from grasp.config import load_config
-from grasp.pipeline import make_chat_client
+from grasp.plan.build import build_chat_client
 from grasp.plan.cache import PlanCache, shipped_plans
 from grasp.plan.planner import Planner
 from grasp.plan.report import summarise
@@ -62,7 +62,7 @@ def main() -> None:
 
             def factory():
                 nonlocal client
-                client = client or make_chat_client(config.planner, config)
+                client = client or build_chat_client(config.planner, cache_root=config.cache_root, seed=config.seed)
                 return client
 
             planner = Planner(skb, factory, cache, grammar=grammar, retries=config.planner.retries,

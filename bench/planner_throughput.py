@@ -30,7 +30,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from grasp.config import load_config
-    from grasp.pipeline import local_planner_path
+    from grasp.plan.build import local_planner_path
     from grasp.plan.cache import PlanCache
     from grasp.plan.llm import LocalGGUFClient
     from grasp.plan.planner import Planner
@@ -50,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, kw) in enumerate(variants.items()):
             t0 = time.perf_counter()
-            client = LocalGGUFClient(local_planner_path(config), n_ctx=cfg.n_ctx, seed=config.seed, model_id=cfg.model, **kw)
+            client = LocalGGUFClient(local_planner_path(cfg, config.cache_root), n_ctx=cfg.n_ctx, seed=config.seed, model_id=cfg.model, **kw)
             planner = Planner(skb, client, PlanCache(Path(tmp) / f"{i}.jsonl"), builder=builder, grammar=cfg.grammar,
                               retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model)
             outcomes = planner.plan_many(queries, progress=True)

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from grasp.config import load_config
-from grasp.pipeline import Workspace
+from grasp.workspace import Workspace
 
 
 def pct(values, q):
@@ -57,10 +57,10 @@ def main() -> None:
             t = time.perf_counter()
             r = graph.search_query(q, 100)
             steps["total"].append(1000 * (time.perf_counter() - t))
-            for k, v in r.meta["timings_ms"].items():
+            for k, v in r.trace.timings_ms.items():
                 steps[k].append(v)
             if engine == "kuzu":
-                n_cand.append(r.meta["n_cand"])
+                n_cand.append(r.trace.n_cand)
         if engine == "kuzu":
             rows["planner, warm cache"] = steps["plan"]
             rows["anchor linking"] = steps["link"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from grasp.results import Query
 from grasp.skb import SKB, read_queries, read_skb, write_skb
-from grasp.skb.queries import Query
 
 README = (Path(__file__).parent / "demo_kb_README.md").read_text()
 SECTION = "python"

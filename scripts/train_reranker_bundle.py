@@ -18,9 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from grasp.config import RerankerConfig  # noqa: E402
 from grasp.rerank import load_trained_reranker  # noqa: E402
 from grasp.rerank.records import read_bundle  # noqa: E402
-from grasp.rerank.train import RerankTrainConfig, mean_loss, pool_metrics, train_reranker  # noqa: E402
+from grasp.rerank.train import mean_loss, pool_metrics, train_reranker  # noqa: E402
 
 
 def main() -> None:
@@ -33,18 +34,19 @@ def main() -> None:
         ap.add_argument(f"--{name.replace('_', '-')}", type=typ, default=None)
     args = ap.parse_args()
     bundle = read_bundle(args.bundle)
-    overrides = {k: v for k, v in vars(args).items() if k not in ("bundle", "out", "model") and v is not None}
-    cfg = RerankTrainConfig(**{**{k: v for k, v in bundle["info"].get("reranker", {}).items()
-                                  if k in RerankTrainConfig.__dataclass_fields__}, **overrides})
+    overrides = {k: v for k, v in vars(args).items() if k not in ("bundle", "out", "seed") and v is not None}
+    saved = {k: v for k, v in bundle["info"].get("reranker", {}).items() if k in RerankerConfig.model_fields}
+    cfg = RerankerConfig(**{**saved, **overrides})
+    seed = 13 if args.seed is None else args.seed
     texts = bundle["texts"]
     t0 = time.perf_counter()
-    state = train_reranker(bundle["records"], texts.__getitem__, args.out, model=args.model, config=cfg, progress=False)
+    state = train_reranker(bundle["records"], texts.__getitem__, args.out, config=cfg, seed=seed, progress=False)
     seconds = time.perf_counter() - t0
-    reranker = load_trained_reranker(args.model, args.out / "adapter", max_length=cfg.max_length)
+    reranker = load_trained_reranker(cfg.model, args.out / "adapter", max_length=cfg.max_length)
     val = pool_metrics(reranker, bundle["val_pools"], texts.__getitem__)
     summary = {"records": len(bundle["records"]), "steps": state["step"], "train_seconds": round(seconds, 1),
                "loss_first": mean_loss(state["log"], True), "loss_last": mean_loss(state["log"], False),
-               "val": val, "config": cfg.__dict__, "device": str(next(reranker.model.parameters()).device)}
+               "val": val, "config": {**cfg.model_dump(mode="json"), "seed": seed}, "device": str(next(reranker.model.parameters()).device)}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
 

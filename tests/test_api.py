@@ -23,12 +23,16 @@ def test_search_explains_every_stage(prepared_toy):
     assert [h.rank for h in res.hits] == [1, 2, 3]
     assert res.hits[0].name in ("SCN1A", "SCN2A") and res.hits[0].type == "gene"
     ex = res.explain
-    assert ex["stages"] == ["graph", "dense", "fused", "reranker", "reranked"]
-    assert ex["plan"]["anchors"][0]["text"] == "chromosome 2" and ex["n_cand"] == 3
-    assert ex["bindings"][0]["bindings"][0]["name"] == "chromosome 2" and 0 < ex["bindings"][0]["bindings"][0]["cosine"] <= 1
-    assert "MATCH" in ex["cypher"] and ex["risk_level"] == "normal"
-    assert set(ex["fusion"]) == {"mode", "w_graph", "w_dense", "k"} and set(ex["rerank"]) == {"reranker", "w", "k", "stored_vectors"}
-    assert ex["rerank"]["stored_vectors"] is False  # not built by `grasp index`: encoded per query
+    assert list(ex["stages"]) == ["graph", "dense", "fused", "reranker", "grasp-zs"]
+    graph = ex["stages"]["graph"]
+    assert graph["plan"]["anchors"][0]["text"] == "chromosome 2" and graph["n_cand"] == 3
+    assert graph["bindings"][0]["bindings"][0]["name"] == "chromosome 2" and 0 < graph["bindings"][0]["bindings"][0]["cosine"] <= 1
+    assert "MATCH" in graph["cypher"] and graph["risk_level"] == "normal"
+    assert set(ex["stages"]["fused"]) == {"mode", "weights", "k"} and set(ex["stages"]["fused"]["weights"]) == {"graph", "dense"}
+    assert set(ex["stages"]["grasp-zs"]["weights"]) == {"reranker", "fused"}
+    assert ex["stages"]["dense"] == {}  # a stage without a trace
+    rerank = res.traces["reranker"]
+    assert rerank.reranker == "bi-encoder" and rerank.stored_vectors is False  # not built by `grasp index`
     assert {"graph", "dense", "fused", "reranker", "graph.plan", "graph.execute", "total"} <= set(ex["timings_ms"])
     top = res.hits[0]
     assert set(top.stage_ranks) == {"graph", "dense", "fused", "reranker", "final"} and top.stage_ranks["final"] == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grasp.config import GraspConfig
-from grasp.pipeline import Workspace
 from grasp.skb import read_queries
+from grasp.workspace import Workspace
 
 
 @pytest.fixture

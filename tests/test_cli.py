@@ -51,6 +51,10 @@ def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json"])
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["type"] == "gene"
+    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json", "--explain"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["node_id"] for r in lines[:2]] == [r["node_id"] for r in rows]  # auto = bm25 on the unprepared toy
+    assert lines[0]["stage_ranks"] == {"final": 1} and lines[2]["method"] == "bm25" and list(lines[2]["stages"]) == ["bm25"]
 
 
 @pytest.mark.parametrize(
@@ -60,6 +64,8 @@ def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
         (["eval", "--skb", "{toy}", "--method", "bm25", "--split", "nope"], "no queries selected"),
         (["--set", "encoder.max_length=abc", "info", "--skb", "{toy}"], "config field 'encoder.max_length'"),
         (["--set", "nonsense", "info", "--skb", "{toy}"], "expected KEY=VALUE"),
+        (["-q", "search", "  ", "--skb", "{toy}"], "query is empty"),  # the API's query checks, not an empty answer
+        (["-q", "search", "sodium", "--skb", "{toy}", "--method", "fused"], "not prepared for this knowledge base"),
     ],
 )
 def test_errors_are_one_line(args, message, toy_dir, tmp_path, cache_dir):

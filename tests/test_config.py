@@ -11,7 +11,7 @@ from grasp.errors import ConfigError
 def test_defaults_match_the_paper_and_issue():
     c = GraspConfig()
     assert (c.bm25.k1, c.bm25.b, c.bm25.method) == (1.2, 0.75, "lucene")
-    assert c.encoder.model == "minilm" and c.eval.k == 100
+    assert c.encoder.model == "minilm" and c.search.depth == 100
 
 
 def test_file_then_overrides(tmp_path):
@@ -37,3 +37,42 @@ def test_bad_file(tmp_path):
         load_config(f)
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_renamed_field_names_its_new_name(tmp_path):
+    with pytest.raises(ConfigError, match="'eval.k' is now 'search.depth'"):
+        load_config(None, ["eval.k=50"])
+    assert load_config(None, ["search.depth=50"]).search.depth == 50
+
+
+def test_one_place_resolves_the_cache_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRASP_CACHE_DIR", str(tmp_path / "env"))
+    assert GraspConfig().cache_root == tmp_path / "env"
+    assert GraspConfig(cache_dir=tmp_path / "mine").cache_root == tmp_path / "mine"
+
+
+def test_training_settings_live_in_the_stage_sections():
+    c = load_config(None, ["reranker.lora_dropout=0.1", "reranker.save_every=5", "mfar.hard_negative_ranks=[11, 20]"])
+    assert (c.reranker.lora_dropout, c.reranker.save_every, c.mfar.hard_negative_ranks) == (0.1, 5, (11, 20))
+    with pytest.raises(ConfigError, match="reranker.lora_dropout"):
+        load_config(None, ["reranker.lora_dropout=1.5"])
+
+
+def test_settings_round_trip_and_bad_files_name_the_field(tmp_path):
+    from grasp.errors import FormatError
+    from grasp.fuse.retriever import FusionSetting
+    from grasp.rerank.retriever import RerankFusionSetting
+
+    s = FusionSetting("dynamic", 40.0, w_bucket=[1.0, 1.4, 0.4, 0.1, 0.05],
+                      m_risk={"no_trade": 0.0, "weak": 0.5, "normal": 1.5, "aggressive": 1.0}, val_hit1=0.59)
+    s.save(tmp_path / "f.json")
+    assert FusionSetting.load(tmp_path / "f.json") == s
+    (tmp_path / "r.json").write_text('{"w": 0.45, "k": 20.0, "depht": 30}')
+    with pytest.raises(FormatError, match=r"r\.json.*depht"):
+        RerankFusionSetting.load(tmp_path / "r.json")
+    (tmp_path / "r.json").write_text('{"w": 0.45}')
+    with pytest.raises(FormatError, match="not a RerankFusionSetting"):
+        RerankFusionSetting.load(tmp_path / "r.json")
+    (tmp_path / "r.json").write_text("{")
+    with pytest.raises(FormatError, match="not a readable"):
+        RerankFusionSetting.load(tmp_path / "r.json")

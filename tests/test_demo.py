@@ -27,6 +27,8 @@ def test_demo_searcher_explains(capsys):
     searcher = Searcher.demo()
     assert searcher.method == "grasp"
     res = searcher.search("I remember Debian Python Team packaging something about specification models. What is it?", k=5)
-    assert res.explain["stages"] == ["graph", "mfar", "fused", "reranker", "reranked"]
-    assert res.explain["plan"] is not None and res.explain["cypher"].startswith("MATCH")
+    assert list(res.explain["stages"]) == ["graph", "mfar", "fused", "reranker", "grasp"]
+    graph = res.explain["stages"]["graph"]
+    assert graph["plan"] is not None and graph["cypher"].startswith("MATCH")
+    assert res.traces["graph"].cypher == graph["cypher"]  # the typed trace and its JSON agree
     assert all(set(h.stage_ranks) == {"graph", "mfar", "fused", "reranker", "final"} for h in res.hits)

@@ -15,9 +15,10 @@ from grasp.fuse import (
     search_static,
     static_rrf,
 )
+from grasp.fuse.retriever import FusionSetting
+from grasp.graph.retriever import GraphTrace
 from grasp.plan.model import RISK_LEVELS
-from grasp.results import Ranking, Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Ranking, Run
 
 
 def test_static_formula_by_hand():
@@ -53,7 +54,7 @@ def random_runs(seed=0, n_q=80):
         g_ids = rng.permutation(pool)[: min(n_cand, 60)]
         m_ids = rng.permutation(pool)[:60]
         g_run.add(Ranking(qid, g_ids, np.linspace(1, 0, g_ids.size),
-                          meta={"n_cand": n_cand, "risk_level": str(rng.choice(RISK_LEVELS))}))
+                          trace=GraphTrace(n_cand=n_cand, risk_level=str(rng.choice(RISK_LEVELS)))))
         m_run.add(Ranking(qid, m_ids, np.linspace(1, 0, m_ids.size)))
         queries.append(Query(qid, "q", gold.tolist()))
     return g_run, m_run, queries
@@ -83,13 +84,29 @@ def test_dynamic_grid_equals_brute_force_and_finds_the_best():
     for k in (5, 40):
         for wb in itertools.product(*w_bucket):
             for mr in itertools.product(*m_risk):
-                weights = {qid: graph_weight(g[qid].meta["n_cand"], g[qid].meta["risk_level"], wb, mr) for qid in g}
+                weights = {qid: graph_weight(g[qid].trace.n_cand, g[qid].trace.risk_level, wb, mr) for qid in g}
                 best_brute = max(best_brute, evaluate_run(dynamic_rrf(g, m, weights, k=k), queries).means["hit@1"])
     assert res.hit1 == pytest.approx(best_brute)
     b = res.best
-    weights = {qid: graph_weight(g[qid].meta["n_cand"], g[qid].meta["risk_level"], b["w_bucket"],
+    weights = {qid: graph_weight(g[qid].trace.n_cand, g[qid].trace.risk_level, b["w_bucket"],
                                  [b["m_risk"][r] for r in RISK_LEVELS]) for qid in g}
     assert evaluate_run(dynamic_rrf(g, m, weights, k=b["k"]), queries).means["hit@1"] == pytest.approx(res.hit1)
+
+
+def test_the_served_fusion_scores_what_the_grid_chose():
+    """FusedRetriever fuses through FusionSetting.fuse: the setting the grid picks, served, gives the grid's Hit@1."""
+    g, m, queries = random_runs(4)
+    table = FusionTable.build(g, m, queries)
+    st = search_static(table, ws=(0.2, 0.6), ks=(5, 60))
+    static = FusionSetting("static", st.best["k"], w=st.best["w"])
+    assert evaluate_run(static.fuse(g, m, name="fused"), queries).means["hit@1"] == pytest.approx(st.hit1)
+    dy = search_dynamic(table, ks=(5, 40), w_bucket=((1.0, 2.0), (0.5,), (0.2,), (0.0,), (0.0,)),
+                        m_risk=((0.0,), (1.0,), (0.75, 1.5), (1.0,)))
+    dynamic = FusionSetting("dynamic", dy.best["k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"])
+    fused = dynamic.fuse(g, m, name="fused", top=10)
+    assert evaluate_run(fused, queries).means["hit@1"] == pytest.approx(dy.hit1)
+    some = next(iter(fused.values()))
+    assert len(some) <= 10 and some.trace.mode == "dynamic" and set(some.trace.weights) == {g.name, m.name}
 
 
 def test_full_paper_grid_is_fast():

@@ -7,8 +7,7 @@ import pytest
 
 from grasp.eval import evaluate_run, score_query
 from grasp.eval.metrics import hit_at_k, metric_fn, recall_at_k, reciprocal_rank
-from grasp.results import Ranking, Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Ranking, Run
 
 
 def test_hand_computed():

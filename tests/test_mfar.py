@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from grasp.dense.mfar import FieldIndex, FieldWeights, MFARRetriever, TrainConfig, train
+from grasp.config import MFARConfig
 from grasp.skb import read_queries
 from grasp.skb.documents import get_layout
+from grasp.text.mfar import FieldIndex, FieldWeights, MFARRetriever, train
 
 pytestmark = pytest.mark.slow
 
@@ -42,13 +43,13 @@ def test_uniform_weights_at_start_and_retrieval(index):
     assert torch.allclose(out, torch.full_like(out, 1 / (2 * idx.n_fields)))
     r = MFARRetriever(idx, w).search("sodium voltage-gated channel alpha subunit", k=3)
     assert r.node_ids[0] in (1, 8) and set(r.node_ids.tolist()) <= set(idx.node_ids.tolist())
-    assert len(r.meta["field_weights"]) == 2 * idx.n_fields
+    assert len(r.trace.field_weights) == 2 * idx.n_fields
 
 
 def test_training_lowers_the_loss_and_resumes(index, tmp_path):
     idx, d = index
     queries = read_queries(d / "qa" / "queries.jsonl")
-    cfg = TrainConfig(epochs=1, batch_size=4, hard_negative_ranks=(2, 4), patience=5)
+    cfg = MFARConfig(epochs=1, batch_size=4, hard_negative_ranks=(2, 4), patience=5)
     r1 = MFARRetriever(idx)
     state = train(r1, queries, queries, tmp_path / "run", cfg, progress=False)
     assert state["epoch"] == 1 and (tmp_path / "run" / "checkpoint.pt").exists()
@@ -93,14 +94,14 @@ def test_dense_subset_reuses_stage1_vectors(index, tmp_path):
     f = sub.n_fields
     assert torch.all(w[:, f:][:, [not d for d in sub.has_dense]] == 0)
     assert torch.allclose(w.sum(-1), torch.ones(2))
-    assert set(r.search("sodium channel", k=3).meta["field_weights"]) == (
+    assert set(r.search("sodium channel", k=3).trace.field_weights) == (
         {f"bm25:{n}" for n in names} | {"dense:name", "dense:single"})
 
 
 def test_training_lexical_cache_equals_the_full_scores(index):
     """Training reads each query's field BM25 from a sparse cache computed once; at any rows it holds
     exactly what scoring the query over every candidate gives."""
-    from grasp.dense.mfar.train import _LexicalCache
+    from grasp.text.mfar.train import _LexicalCache
 
     idx, _ = index
     texts = ["sodium channel", "glycosaminoglycan biosynthesis on chromosome 2", "zzzz unknown words"]
@@ -113,7 +114,7 @@ def test_training_lexical_cache_equals_the_full_scores(index):
 
 def test_a_start_with_built_indexes_renders_no_field(index, monkeypatch):
     """Once the field indexes exist, opening them again renders no candidate's fields."""
-    from grasp.dense.mfar import fields_index
+    from grasp.text.mfar import fields_index
 
     idx, _ = index
     calls = []

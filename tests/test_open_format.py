@@ -139,7 +139,7 @@ def test_writer_is_atomic(tmp_path, toy_skb, monkeypatch):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr("grasp.skb.queries.write_queries", boom)
-    from grasp.skb.queries import Query
+    from grasp.results import Query
 
     with pytest.raises(RuntimeError):
         write_skb(toy_skb, out, queries=[Query("1", "x")])

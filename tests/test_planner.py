@@ -173,7 +173,7 @@ def test_examples_drawn_from_train_split(toy_dir, tmp_path, capsys):
     """Zero-shot plans that retrieve their gold become the prompt's worked examples."""
     from grasp.cli import main
     from grasp.config import load_config
-    from grasp.pipeline import Workspace
+    from grasp.workspace import Workspace
 
     with FakeChatServer([GOOD]) as srv:
         base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from grasp.config import GraspConfig
-from grasp.pipeline import Workspace
+from grasp.config import GraspConfig, RerankerConfig
 from grasp.rerank import (
     BiEncoderReranker,
     CrossEncoderReranker,
     RerankedRetriever,
-    RerankTrainConfig,
     build_records,
     train_reranker,
 )
 from grasp.skb import read_queries
 from grasp.skb.documents import CandidateSerializer
+from grasp.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 
@@ -34,10 +33,12 @@ def test_bi_encoder_zero_shot(ws, minilm):
 
 def test_reranked_retriever_fuses_with_upstream(ws, minilm):
     rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout), w=0.5, k=2)
-    run = rr.batch_search(read_queries(ws.default_queries_path()), 5)
+    stages = rr.batch_search_stages(read_queries(ws.default_queries_path()), 5)
+    run = stages["grasp"]
     assert len(run) == 4
     r = run["0"]
-    assert r.node_ids[0] == 0 and r.meta["reranker"] == "bi-encoder"
+    assert r.node_ids[0] == 0 and stages["reranker"]["0"].trace.reranker == "bi-encoder"
+    assert r.trace.weights == {"reranker": 0.5, "bm25": 0.5} and r.trace.k == 2
     assert "[ON CHROMOSOME]" in rr.serialize(0)
 
 
@@ -48,7 +49,7 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     assert records and all(r["positives"] and r["negatives"] for r in records)
     rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout))
-    cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
+    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
                             save_every=1, max_length=64, kind="cross-encoder")
     out = tmp_path / "rr"
     state = train_reranker(records, rr.serialize, out, config=cfg, progress=False)
@@ -113,7 +114,7 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
     zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
     fresh = TunedBiEncoderReranker("minilm", max_length=256).score("sodium channel", docs)
     np.testing.assert_allclose(fresh * 0.05, zero, atol=2e-3)
-    cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
+    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
                             max_length=64, kind="bi-encoder")
     state = train_reranker(records, rr.serialize, tmp_path / "bi", config=cfg, progress=False)
     assert state["step"] >= 1
@@ -133,7 +134,7 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
     queries = read_queries(ws.default_queries_path())
     serializer = CandidateSerializer(ws.skb, ws.layout)
     records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
-    cfg = RerankTrainConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
+    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
                             max_length=64, kind="bi-encoder")
     train_reranker(records, serializer, tmp_path / "bi", config=cfg, progress=False)
     reranker = TunedBiEncoderReranker("minilm", tmp_path / "bi" / "adapter", max_length=64)

@@ -22,7 +22,7 @@ def test_search_with_and_without_explanations(client):
     assert r.status_code == 200
     body = r.json()
     assert body["method"] == "grasp-zs" and len(body["hits"]) == 2
-    assert body["explain"]["cypher"].startswith("MATCH") and body["hits"][0]["stage_ranks"]["final"] == 1
+    assert body["explain"]["stages"]["graph"]["cypher"].startswith("MATCH") and body["hits"][0]["stage_ranks"]["final"] == 1
     plain = client.post("/search", json={"query": "potassium channel"}).json()
     assert "explain" not in plain and len(plain["hits"]) <= 10
 

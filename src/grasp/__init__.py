@@ -5,7 +5,7 @@ The public API is a handful of verbs and shapes::
     from grasp import Searcher
     searcher = Searcher.open("path/to/skb")            # Searcher.demo(): the bundled demo KB
     result = searcher.search("python library for parsing yaml", k=10)
-    result.hits[0].stage_ranks, result.explain["cypher"], result.to_dataframe()
+    result.hits[0].stage_ranks, result.traces["graph"].cypher, result.to_dataframe()
 
     from grasp import Workspace, evaluate_run           # lower level: one retriever per method
     ws = Workspace.open("path/to/skb")
@@ -16,16 +16,16 @@ from grasp.api import Hit, Searcher, SearchResult, results_to_dataframe, results
 from grasp.config import GraspConfig, load_config
 from grasp.errors import FormatError, GraspError, InputError
 from grasp.eval import EvalReport, evaluate_run, markdown_table, read_run, write_run
-from grasp.pipeline import METHODS, Workspace
-from grasp.results import Ranking, Run
+from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
-from grasp.skb import SKB, Query, load_skb, read_queries, write_skb
+from grasp.skb import SKB, load_skb, read_queries, write_skb
+from grasp.workspace import METHODS, Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Searcher", "SearchResult", "Hit", "results_to_dataframe", "results_to_run", "InputError",
     "GraspConfig", "load_config", "GraspError", "FormatError", "EvalReport", "evaluate_run",
-    "markdown_table", "read_run", "write_run", "METHODS", "Workspace", "Ranking", "Run",
+    "markdown_table", "read_run", "write_run", "METHODS", "Workspace", "Ranking", "Run", "StageTrace",
     "Retriever", "SKB", "Query", "load_skb", "read_queries", "write_skb", "__version__",
 ]

@@ -7,13 +7,14 @@
     result = searcher.search("python packages that parse yaml", k=10)
     for hit in result.hits:
         print(hit.rank, hit.name, hit.type, round(hit.score, 4), hit.stage_ranks)
-    result.explain["plan"], result.explain["cypher"], result.explain["fusion"]
+    result.traces["graph"].plan, result.traces["graph"].cypher, result.traces["fused"].weights
+    result.explain                                   # the same as JSON: {"stages": {stage: trace}, "timings_ms"}
     df = result.to_dataframe()                       # qid, query, docno, score, rank, name, type
 
 Searching runs the chosen method's stages once and keeps every stage's ranking, so each hit
-carries its rank in the graph, mFAR, fused and reranker rankings, and the explanation holds the
-plan, the anchor bindings with their cosines, the Cypher, ``n_cand``, the risk level, the fusion
-weights and per-stage timings.
+carries its rank in the graph, mFAR, fused and reranker rankings, and each stage's typed trace
+explains it: the plan, the anchor bindings with their cosines, the Cypher, ``n_cand`` and the
+risk level (graph), mFAR's field weights, the fusion weights, the reranker; plus per-stage timings.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from typing import Any
 
 from grasp.config import GraspConfig, load_config
 from grasp.errors import InputError
-from grasp.pipeline import METHODS, Workspace, degrade_missing_planner
-from grasp.results import Ranking, Run
-from grasp.skb.queries import Query
+from grasp.graph.retriever import GraphTrace
+from grasp.packaged import DEMO_SKB
+from grasp.plan.build import degrade_missing_planner
+from grasp.results import Query, Ranking, Run, StageTrace
+from grasp.workspace import METHODS, Workspace
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
-DEMO_DIR = Path(__file__).parent / "data" / "demo"
 
 
 def check_query(text: Any) -> str:
@@ -73,10 +75,21 @@ class SearchResult:
     query: str
     method: str
     hits: list[Hit]
-    explain: dict[str, Any]
+    traces: dict[str, StageTrace | None] = field(default_factory=dict)  # per stage, in pipeline order (if explained)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def explain(self) -> dict[str, Any]:
+        """The traces as JSON: ``{"method", "stages": {stage: trace}, "timings_ms"}``; {} when not explained."""
+        if not self.traces:
+            return {}
+        return {"method": self.method,
+                "stages": {name: t.to_json() if t is not None else {} for name, t in self.traces.items()},
+                "timings_ms": self.timings_ms}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"qid": self.qid, "query": self.query, "method": self.method, "hits": [asdict(h) for h in self.hits],
+                "explain": self.explain}
 
     def records(self) -> list[dict[str, Any]]:
         """Rows in PyTerrier's column names (rank 0-based, as PyTerrier), plus name and type."""
@@ -136,7 +149,7 @@ class Searcher:
     @classmethod
     def demo(cls, **kwargs: Any) -> Searcher:
         """The bundled demo knowledge base (a slice of Debian's package graph)."""
-        return cls.open(DEMO_DIR, **kwargs)
+        return cls.open(DEMO_SKB, **kwargs)
 
     def schema(self) -> dict[str, Any]:
         s = self.skb.schema
@@ -155,24 +168,19 @@ class Searcher:
         client serves (the local model's slots, or planner.workers for an endpoint); ``workers`` overrides that."""
         k = check_k(k)
         qs = [q if isinstance(q, Query) else Query(str(i), check_query(q)) for i, q in enumerate(queries)]
-        if workers is not None and "graph" in self._stage_names():
+        if workers is not None and "graph" in self.stage_names:
             self.workspace.planner.plan_many(qs, workers=workers, progress=progress)
         t0 = time.perf_counter()
-        stages = self.retriever.batch_search_stages(qs, max(k, self.workspace.config.eval.k), progress=progress)
+        stages = self.retriever.batch_search_stages(qs, max(k, self.workspace.config.search.depth), progress=progress)
         total = time.perf_counter() - t0
         final = stages[self.retriever.name]
         return [self._result(q, stages, final.get(q.qid) or Ranking(q.qid, [], []), k, explain, total / len(qs))
                 for q in qs]
 
-    def _stage_names(self) -> list[str]:
-        names, r = [], self.retriever
-        todo = [r]
-        while todo:
-            cur = todo.pop()
-            names.append(cur.name)
-            todo += [x for x in (getattr(cur, "graph", None), getattr(cur, "dense", None), getattr(cur, "upstream", None))
-                     if x is not None]
-        return names
+    @property
+    def stage_names(self) -> list[str]:
+        """The stages the method runs, from the last one down (grasp: grasp, fused, graph, mfar)."""
+        return [s.name for s in self.retriever.stages()]
 
     def _result(self, q: Query, stages: dict[str, Run], final: Ranking, k: int, explain: bool,
                 seconds: float) -> SearchResult:
@@ -185,29 +193,18 @@ class Searcher:
             stage_ranks["final"] = rank
             fields = {f: v[:300] for f, v in self.workspace.layout.text_fields(self.skb, nid).items()} if explain else {}
             hits.append(Hit(nid, self.skb.names[nid], self.skb.type_of(nid), float(score), rank, stage_ranks, fields))
-        info = self._explain(rankings, stages, seconds) if explain else {}
-        return SearchResult(q.qid, q.text, self.method, hits, info)
+        if not explain:
+            return SearchResult(q.qid, q.text, self.method, hits)
+        traces = {name: r.trace if r is not None else None for name, r in rankings.items()}
+        return SearchResult(q.qid, q.text, self.method, hits, traces, self._timings(traces, stages, seconds))
 
-    def _explain(self, rankings: dict[str, Ranking | None], stages: dict[str, Run], seconds: float) -> dict[str, Any]:
-        out: dict[str, Any] = {"method": self.method, "stages": list(rankings)}
-        graph = rankings.get("graph")
-        if graph is not None:
-            m = graph.meta
-            out.update({k: m.get(k) for k in ("plan", "plan_status", "plan_reason", "repairs", "plan_cached", "bindings",
-                                              "cypher", "cypher_params", "n_cand", "risk_level", "engine")})
-        fused = rankings.get("fused")
-        if fused is not None:
-            out["fusion"] = {k: fused.meta.get(k) for k in ("mode", "w_graph", "w_dense", "k")}
-        final = rankings.get("reranked")
-        if final is not None:
-            out["rerank"] = {k: final.meta.get(k) for k in ("reranker", "w", "k", "stored_vectors")}
-        mfar = rankings.get("mfar")
-        if mfar is not None:
-            out["mfar"] = {k: mfar.meta.get(k) for k in ("trained", "field_weights")}
+    @staticmethod
+    def _timings(traces: dict[str, StageTrace | None], stages: dict[str, Run], seconds: float) -> dict[str, float]:
+        """Milliseconds per query of each stage's own step, the graph stage's sub-steps, and the whole call."""
         n = max(len(next(iter(stages.values()))), 1)
         timings = {name: round(1000 * run.seconds / n, 2) for name, run in stages.items() if run.seconds is not None}
-        if graph is not None:
-            timings.update({f"graph.{k}": v for k, v in (graph.meta.get("timings_ms") or {}).items()})
+        graph = traces.get("graph")
+        if isinstance(graph, GraphTrace):
+            timings.update({f"graph.{k}": v for k, v in graph.timings_ms.items()})
         timings["total"] = round(1000 * seconds, 2)
-        out["timings_ms"] = timings
-        return out
+        return timings

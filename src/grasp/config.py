@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grasp.errors import ConfigError, first_error
+from grasp.storage import cache_root
 
 
 class _Section(BaseModel):
@@ -59,8 +60,9 @@ class BM25Config(_Section):
     stemmer: str | None = Field("english", description="a PyStemmer language, or null")
 
 
-class EvalConfig(_Section):
-    k: int = Field(100, ge=1, description="how many results each retriever returns per query")
+class SearchConfig(_Section):
+    depth: int = Field(100, ge=1, description="results each retriever returns per query (grasp eval's default k; "
+                       "the API keeps this many per stage, so stage ranks reach below the k it shows)")
 
 
 class PlannerConfig(_Section):
@@ -121,6 +123,8 @@ class MFARConfig(_Section):
     lr: float = Field(5e-3, gt=0, description="learning rate of the field weights")
     temperature: float = Field(0.05, gt=0)
     patience: int = Field(2, ge=0, description="epochs without validation gain before stopping")
+    hard_negative_ranks: tuple[int, int] = Field((51, 100), description="ranks of the single-field BM25 run the "
+                                                 "hard negative is sampled from (positives removed)")
     train_split: str = "train"
     val_split: str = "val"
 
@@ -147,6 +151,8 @@ class RerankerConfig(_Section):
     hard_negatives: int = Field(30, ge=1)
     lora_r: int = Field(32, ge=1)
     lora_alpha: int = Field(64, ge=1)
+    lora_dropout: float = Field(0.05, ge=0, lt=1)
+    save_every: int = Field(50, ge=1, description="training steps between checkpoints (an interrupted run resumes)")
     train_split: str = "train"
     val_split: str = "val"
 
@@ -157,12 +163,20 @@ class GraspConfig(_Section):
     encoder: EncoderConfig = EncoderConfig()
     vector_index: VectorIndexConfig = VectorIndexConfig()
     bm25: BM25Config = BM25Config()
-    eval: EvalConfig = EvalConfig()
+    search: SearchConfig = SearchConfig()
     planner: PlannerConfig = PlannerConfig()
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()
     reranker: RerankerConfig = RerankerConfig()
     seed: int = 13
+
+    @property
+    def cache_root(self) -> Path:
+        """The resolved cache root (``cache_dir``, else ``$GRASP_CACHE_DIR``, else ``~/.cache/grasp``)."""
+        return cache_root(self.cache_dir)
+
+
+RENAMED = {("eval", "k"): "search.depth"}
 
 
 def _parse_value(raw: str) -> Any:
@@ -193,6 +207,9 @@ def load_config(path: Path | None = None, overrides: list[str] | tuple[str, ...]
             if not isinstance(node, dict):
                 raise ConfigError(f"--set {item!r}: {part!r} is not a section")
         node[parts[-1]] = _parse_value(raw)
+    for (section, key), new in RENAMED.items():
+        if isinstance(data.get(section), dict) and key in data[section]:
+            raise ConfigError(f"config field '{section}.{key}' is now '{new}'")
     try:
         return GraspConfig.model_validate(data)
     except ValidationError as e:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grasp.errors import GraspError
 from grasp.eval.report import EvalReport, evaluate_run, markdown_table
-from grasp.pipeline import Workspace
+from grasp.workspace import Workspace
 
 STAGES = [
     ("bm25", "BM25"),
@@ -27,13 +27,11 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     baselines run on their own."""
     queries = ws.queries(split=split, limit=limit)
     ready = ws.readiness()
-    k = ws.config.eval.k
+    k = ws.config.search.depth
     runs: dict = {}
     full = next((m for m in ("grasp", "grasp-zs", "fused") if ready[m] is None), None)
     if full is not None:
-        stages = ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress)
-        for name, run in stages.items():
-            runs[{"reranked": full}.get(name, name)] = run
+        runs.update(ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress))
         if full == "grasp" and ready["grasp-zs"] is None:
             runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k)[1]
     reports, skipped = [], []
@@ -73,13 +71,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
 
 
 def _first_gold_rank(ranking, gold) -> int | None:
-    if ranking is None:
-        return None
-    gold = set(gold)
-    for i, n in enumerate(ranking.node_ids.tolist(), 1):
-        if n in gold:
-            return i
-    return None
+    return ranking.first_rank_in(gold) if ranking is not None else None
 
 
 def _bar_chart(reports: list[EvalReport], path: Path, *, title: str) -> None:

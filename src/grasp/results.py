@@ -1,17 +1,51 @@
-"""The one result shape every stage produces: a ranking of node ids for one query.
+"""The shapes data flows in: a :class:`Query` in, one :class:`Ranking` per query out.
 
-A :class:`Ranking` holds (query id, node ids, scores) in rank order plus stage metadata;
-a :class:`Run` is a named collection of rankings, one per query. Any stage's output can be
-evaluated, fused, written as a TREC run and explained the same way.
+A :class:`Ranking` holds (query id, node ids, scores) in rank order plus the typed trace of the
+stage that made it (a :class:`StageTrace` subclass defined next to that stage); a :class:`Run` is
+a named collection of rankings, one per query. Any stage's output can be evaluated, fused,
+written as a TREC run and explained the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+
+@dataclass
+class Query:
+    """One query. ``qid`` is the query id as a string (TREC runs need strings)."""
+
+    qid: str
+    text: str
+    answer_ids: list[int] = field(default_factory=list)
+    split: str | None = None
+    template: str | None = None
+
+    def to_json(self) -> dict:
+        out: dict = {"id": _id_value(self.qid), "query": self.text, "answer_ids": list(self.answer_ids)}
+        if self.template is not None:
+            out["template"] = self.template
+        if self.split is not None:
+            out["split"] = self.split
+        return out
+
+
+def _id_value(qid: str) -> int | str:
+    return int(qid) if qid.lstrip("-").isdigit() else qid
+
+
+@dataclass
+class StageTrace:
+    """What one stage did for one query, beyond the ranking itself. Each stage defines its own
+    subclass next to it (the graph stage's plan and Cypher, the fusion weights, the reranker's
+    settings); explanations are ``{stage name: trace.to_json()}``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -22,7 +56,7 @@ class Ranking:
     node_ids: np.ndarray
     scores: np.ndarray
     stage: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    trace: StageTrace | None = None
 
     def __post_init__(self) -> None:
         self.node_ids = np.asarray(self.node_ids, dtype=np.int64)
@@ -39,7 +73,7 @@ class Ranking:
         *,
         stage: str = "",
         k: int | None = None,
-        meta: dict[str, Any] | None = None,
+        trace: StageTrace | None = None,
     ) -> Ranking:
         """Sort by descending score (ties: ascending node id, so results are deterministic)."""
         node_ids = np.asarray(node_ids, dtype=np.int64)
@@ -47,7 +81,7 @@ class Ranking:
         order = np.lexsort((node_ids, -scores))
         if k is not None:
             order = order[:k]
-        return cls(qid, node_ids[order], scores[order], stage, dict(meta or {}))
+        return cls(qid, node_ids[order], scores[order], stage, trace)
 
     def __len__(self) -> int:
         return int(self.node_ids.shape[0])
@@ -57,11 +91,21 @@ class Ranking:
         return np.arange(1, len(self) + 1)
 
     def top(self, k: int) -> Ranking:
-        return Ranking(self.qid, self.node_ids[:k], self.scores[:k], self.stage, dict(self.meta))
+        return Ranking(self.qid, self.node_ids[:k], self.scores[:k], self.stage, self.trace)
 
     def rank_of(self, node_id: int) -> int | None:
         """1-based rank of ``node_id``, or None when it is not in the ranking."""
         hit = np.flatnonzero(self.node_ids == node_id)
+        return int(hit[0]) + 1 if hit.size else None
+
+    def rank_map(self, depth: int | None = None) -> dict[int, int]:
+        """{node id: 1-based rank} of the top ``depth`` (all when None)."""
+        ids = self.node_ids if depth is None else self.node_ids[:depth]
+        return {int(n): i + 1 for i, n in enumerate(ids.tolist())}
+
+    def first_rank_in(self, gold: Iterable[int]) -> int | None:
+        """1-based rank of the first node in ``gold``, or None when none is ranked."""
+        hit = np.flatnonzero(np.isin(self.node_ids, np.fromiter(gold, dtype=np.int64)))
         return int(hit[0]) + 1 if hit.size else None
 
     def records(self) -> Iterator[dict[str, Any]]:

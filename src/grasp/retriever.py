@@ -10,8 +10,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from grasp.results import Ranking, Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Ranking, Run
 
 
 class Retriever(ABC):
@@ -31,11 +30,20 @@ class Retriever(ABC):
         run.seconds = time.perf_counter() - t0
         return {self.name: run}
 
+    def children(self) -> list[Retriever]:
+        """The stages this one is composed of (none for a single stage)."""
+        return []
+
+    def stages(self) -> list[Retriever]:
+        """This stage and every stage below it, depth first."""
+        return [self, *(s for child in self.children() for s in child.stages())]
+
     def prepare(self) -> None:
         """Build every index this stage reads, so that no query pays for it (``grasp index``). Stages
         whose indexes are built when they are constructed have nothing left to do; composites
         prepare the stages they are made of."""
-        return None
+        for child in self.children():
+            child.prepare()
 
     def search(self, text: str, k: int = 10, *, qid: str = "q") -> Ranking:
         """Rank the candidates for one query text."""

@@ -13,16 +13,22 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import platformdirs
+
+from grasp.errors import FormatError
 
 CACHE_ENV = "GRASP_CACHE_DIR"
 
 
-def default_cache_dir() -> Path:
-    """The cache root: ``$GRASP_CACHE_DIR`` if set, else the user's cache folder (``~/.cache/grasp``)."""
+def cache_root(configured: Path | str | None = None) -> Path:
+    """The cache root: the configured folder if any, else ``$GRASP_CACHE_DIR`` if set, else the user's
+    cache folder (``~/.cache/grasp``). The one place that resolves it."""
+    if configured is not None:
+        return Path(configured).expanduser()
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env).expanduser()
@@ -93,3 +99,37 @@ def write_json(path: Path, obj: Any) -> None:
     with atomic_file(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+S = TypeVar("S", bound="Setting")
+
+
+@dataclass
+class Setting:
+    """A small tuned artifact: typed fields saved as one JSON file in a workspace (``artifact`` names
+    the file), read back with errors that name the file and the field, never by hand-parsed JSON."""
+
+    artifact: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: Path) -> None:
+        write_json(path, self.to_json())
+
+    @classmethod
+    def load(cls: type[S], path: Path) -> S:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise FormatError(f"not a readable {cls.__name__} ({e})", file=path) from None
+        if not isinstance(data, dict):
+            raise FormatError(f"a {cls.__name__} is a JSON object", file=path)
+        known = {f.name for f in fields(cls)}
+        for name in data:
+            if name not in known:
+                raise FormatError(f"unknown field of a {cls.__name__}", file=path, field=name)
+        try:
+            return cls(**data)
+        except TypeError as e:
+            raise FormatError(f"not a {cls.__name__} ({e})", file=path) from None

@@ -10,7 +10,8 @@ import numpy as np
 
 from grasp.fuse.grid import FusionTable, search_dynamic, search_static
 from grasp.fuse.retriever import FusionSetting
-from grasp.pipeline import Workspace
+from grasp.rerank.retriever import RerankFusionSetting
+from grasp.workspace import Workspace, reranked_method
 
 
 def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar", limit: int | None = None,
@@ -31,7 +32,7 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     else:
         setting = FusionSetting("dynamic", best.best["k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
                                 val_hit1=best.hit1, info=info)
-    setting.save(ws.cache_dir / "fusion.json")
+    ws.save_setting(setting)
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")
     return setting, info
@@ -59,18 +60,15 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> 
     plt.close(fig)
 
 
-def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None) -> dict:
+def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None) -> RerankFusionSetting:
     """Static RRF of the reranker's ranking with the fused one, (w, k) chosen on validation Hit@1."""
-    import json
-
-    from grasp.pipeline import rerank_fusion_name, reranked_retriever
     queries = ws.queries(split=split, limit=limit)
-    rr = reranked_retriever(ws, trained=trained, w=0.5, k=2.0)
+    rr = reranked_method(ws, trained=trained, w=0.5, k=2.0)
     upstream = ws.run("fused", queries, rr.depth)
-    reranked, _ = rr.from_upstream(queries, upstream, rr.depth)
-    table = FusionTable.build(reranked, upstream, queries, candidate_mask=ws.skb.candidate_mask)
+    scored, _ = rr.from_upstream(queries, upstream, rr.depth)
+    table = FusionTable.build(scored, upstream, queries, candidate_mask=ws.skb.candidate_mask)
     static = search_static(table)
-    setting = {"w": static.best["w"], "k": static.best["k"], "depth": rr.depth, "val_hit1": static.hit1, "split": split,
-               "n": len(queries), "within_1pt": static.within_1pt, "trained": trained}
-    ws.artifact_path(rerank_fusion_name(trained)).write_text(json.dumps(setting, indent=1))
+    setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=rr.depth, val_hit1=static.hit1,
+                                  split=split, n=len(queries), within_1pt=static.within_1pt, trained=trained)
+    ws.save_setting(setting, RerankFusionSetting.artifact_for(trained))
     return setting

@@ -82,6 +82,26 @@ def quantize_int8(module):
         return quantize_dynamic(module, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
 
 
+def token_budget_batches(lengths: Sequence[int], *, tokens_per_batch: int, max_batch: int) -> list[np.ndarray]:
+    """Index batches of texts with these token counts, longest first, each of at most ``tokens_per_batch``
+    padded tokens (and ``max_batch`` texts): batches hardly pad, and short texts do not pay a long
+    text's batch overhead. Every encoder that runs a transformer here batches through it."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    batches, lo = [], 0
+    while lo < len(order):
+        size = max(1, min(max_batch, tokens_per_batch // max(int(lengths[order[lo]]), 1)))
+        batches.append(order[lo : lo + size])
+        lo += size
+    return batches
+
+
+def token_counts(tokenizer, texts: Sequence[str], max_length: int) -> list[int]:
+    """Tokens per text after truncation, special tokens included."""
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length, add_special_tokens=True)["input_ids"]
+    return [len(x) for x in ids]
+
+
 class SentenceTransformerEncoder(Encoder):
     """A sentence-transformers model. Texts are tokenized once, sorted by token count and cut into
     batches of about ``tokens_per_batch`` tokens (many short names per batch, few long documents), so
@@ -116,7 +136,12 @@ class SentenceTransformerEncoder(Encoder):
         self.query_prefix = query_prefix
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
-        self.model_id = f"st:{identity}:len{max_length}" + ("" if precision == "fp32" else f":{precision}")
+        self.model_id = self.identity(identity, max_length, precision)
+
+    @staticmethod
+    def identity(model_identity: str, max_length: int, precision: str) -> str:
+        """The ``model_id`` of such an encoder, known without loading it."""
+        return f"st:{model_identity}:len{max_length}" + ("" if precision == "fp32" else f":{precision}")
 
     @property
     def tokenizer(self):
@@ -128,16 +153,8 @@ class SentenceTransformerEncoder(Encoder):
         return fn(texts)
 
     def _batches(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Index batches, longest texts first, each of at most ``tokens_per_batch`` padded tokens."""
-        lengths = np.array([len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
-                                                               add_special_tokens=True)["input_ids"]])
-        order = np.argsort(-lengths, kind="stable")
-        batches, lo = [], 0
-        while lo < len(order):
-            size = max(1, min(self.batch_size * 4, self.tokens_per_batch // max(int(lengths[order[lo]]), 1)))
-            batches.append(order[lo : lo + size])
-            lo += size
-        return batches
+        return token_budget_batches(token_counts(self.tokenizer, texts, self.max_length),
+                                    tokens_per_batch=self.tokens_per_batch, max_batch=self.batch_size * 4)
 
     def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
         import torch
@@ -165,6 +182,10 @@ class SentenceTransformerEncoder(Encoder):
 class OpenAIEmbeddingEncoder(Encoder):
     """Client for an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
 
+    @staticmethod
+    def identity(model: str, base_url: str) -> str:
+        return f"openai:{model}@{base_url.rstrip('/')}"
+
     def __init__(self, model: str, base_url: str, *, api_key: str | None = None, batch_size: int = 64,
                  timeout_s: float = 60.0, retries: int = 3, query_prefix: str = "") -> None:
         import httpx
@@ -176,7 +197,7 @@ class OpenAIEmbeddingEncoder(Encoder):
         self.query_prefix = query_prefix
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        self.model_id = f"openai:{model}@{self.base_url}"
+        self.model_id = self.identity(model, self.base_url)
         self.dim = int(self._post(["dimension probe"]).shape[1])
 
     def _post(self, texts: list[str]) -> np.ndarray:
@@ -213,6 +234,14 @@ class OpenAIEmbeddingEncoder(Encoder):
 
 
 _CACHE: dict[str, Encoder] = {}
+
+
+def encoder_id(cfg: EncoderConfig) -> str:
+    """The ``model_id`` of the encoder a config describes, without loading the model (cache keys that
+    name the encoder need not pay for it)."""
+    if cfg.kind == "openai":
+        return OpenAIEmbeddingEncoder.identity(cfg.model, cfg.base_url or "")
+    return SentenceTransformerEncoder.identity(resolve_model_path(cfg.model)[1], cfg.max_length, cfg.precision)
 
 
 def build_encoder(cfg: EncoderConfig) -> Encoder:

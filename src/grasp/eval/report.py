@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from grasp.eval.metrics import DEFAULT_METRICS, score_query
-from grasp.results import Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Run
 
 
 @dataclass

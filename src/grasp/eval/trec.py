@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from grasp.errors import FormatError
-from grasp.results import Ranking, Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Ranking, Run
 from grasp.storage import atomic_file
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grasp.fuse.dynamic import bucket_of, risk_index
+from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
-from grasp.results import Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Run
 
 STATIC_W = tuple(round(0.05 * i, 2) for i in range(21))
 STATIC_K = (1, 2, 5, 10, 20, 40, 60, 80, 100)
@@ -45,13 +45,12 @@ class FusionTable:
         for q in queries:
             g = graph.get(q.qid)
             m = dense.get(q.qid)
-            rg = {int(n): i + 1 for i, n in enumerate(g.node_ids[:depth].tolist())} if g is not None else {}
-            rm = {int(n): i + 1 for i, n in enumerate(m.node_ids[:depth].tolist())} if m is not None else {}
+            rg = g.rank_map(depth) if g is not None else {}
+            rm = m.rank_map(depth) if m is not None else {}
             ids = sorted(set(rg) | set(rm))  # ascending id: argmax's first maximum = the tie-break of rankings
             if candidate_mask is not None:
                 ids = [i for i in ids if candidate_mask[i]]
-            meta = g.meta if g is not None else {}
-            rows.append((ids, rg, rm, set(q.answer_ids), int(meta.get("n_cand", 0)), meta.get("risk_level", "no_trade")))
+            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(g)))
         width = max([len(r[0]) for r in rows] + [1])
         n = len(rows)
         rank_g = np.full((n, width), np.inf)

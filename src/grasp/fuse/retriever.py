@@ -3,23 +3,26 @@ setting chosen on validation (static or dynamic RRF)."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from grasp.fuse.dynamic import graph_weight
-from grasp.fuse.rrf import fuse_pair
+from grasp.fuse.rrf import dynamic_rrf, static_rrf
+from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
-from grasp.results import Run
+from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
-from grasp.skb.queries import Query
-from grasp.storage import write_json
+from grasp.storage import Setting
 
 
 @dataclass
-class FusionSetting:
+class FusionSetting(Setting):
+    """Stage 2's fusion, as `grasp tune fusion` chose it on validation."""
+
+    artifact: ClassVar[str] = "fusion.json"
+
     mode: str                      # "static" or "dynamic"
     k: float
     w: float | None = None         # static graph weight
@@ -28,19 +31,16 @@ class FusionSetting:
     val_hit1: float | None = None
     info: dict = field(default_factory=dict)
 
-    def graph_weight(self, meta: dict) -> tuple[float, float]:
-        """(weight of the graph ranking, weight of the dense ranking) for one query."""
+    def graph_weight(self, graph: Ranking | None) -> float:
+        """Dynamic mode: the weight of the graph ranking for one query, from its plan's signals."""
+        n_cand, risk = plan_signals(graph)
+        return graph_weight(n_cand, risk, self.w_bucket, [self.m_risk[r] for r in RISK_LEVELS])
+
+    def fuse(self, graph: Run, dense: Run, *, name: str, depth: int | None = None, top: int | None = None) -> Run:
         if self.mode == "static":
-            return float(self.w), 1.0 - float(self.w)
-        m_risk = [self.m_risk[r] for r in RISK_LEVELS]
-        return graph_weight(int(meta.get("n_cand", 0)), meta.get("risk_level"), self.w_bucket, m_risk), 1.0
-
-    def save(self, path: Path) -> None:
-        write_json(path, asdict(self))
-
-    @classmethod
-    def load(cls, path: Path) -> FusionSetting:
-        return cls(**json.loads(Path(path).read_text()))
+            return static_rrf(graph, dense, w=float(self.w), k=self.k, depth=depth, name=name, top=top)
+        weights = {qid: self.graph_weight(graph.get(qid)) for qid in dict.fromkeys([*graph, *dense])}
+        return dynamic_rrf(graph, dense, weights, k=self.k, depth=depth, name=name, top=top)
 
 
 class FusedRetriever(Retriever):
@@ -49,21 +49,11 @@ class FusedRetriever(Retriever):
     def __init__(self, graph: Retriever, dense: Retriever, setting: FusionSetting, *, depth: int = 100) -> None:
         self.graph, self.dense, self.setting, self.depth = graph, dense, setting, depth
 
-    def prepare(self) -> None:
-        self.graph.prepare()
-        self.dense.prepare()
+    def children(self) -> list[Retriever]:
+        return [self.graph, self.dense]
 
     def fuse(self, graph_run: Run, dense_run: Run, k: int = 100) -> Run:
-        out = Run(self.name)
-        for qid in dict.fromkeys([*graph_run, *dense_run]):
-            g, d = graph_run.get(qid), dense_run.get(qid)
-            wg, wd = self.setting.graph_weight(g.meta if g is not None else {})
-            meta = {"mode": self.setting.mode, "w_graph": wg, "w_dense": wd, "k": self.setting.k,
-                    "n_cand": g.meta.get("n_cand") if g is not None else 0,
-                    "risk_level": g.meta.get("risk_level") if g is not None else None}
-            fused = fuse_pair(g, d, wg, wd, self.setting.k, qid=qid, stage=self.name, depth=self.depth, meta=meta)
-            out.add(fused.top(k))
-        return out
+        return self.setting.fuse(graph_run, dense_run, name=self.name, depth=self.depth, top=k)
 
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
         graph = self.graph.batch_search_stages(queries, self.depth, progress=progress)

@@ -13,26 +13,15 @@ from __future__ import annotations
 import atexit
 import csv
 import json
-from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
 
 from grasp.errors import ConfigError, GraspError, IndexCorruptError
 from grasp.graph.compiler import CompiledQuery, CypherNames, assert_read_only
+from grasp.graph.engine import CypherBackend
 from grasp.skb.graph import SKB
 from grasp.storage import atomic_dir
-
-
-class GraphBackend(ABC):
-    name: str
-
-    @abstractmethod
-    def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
-        """(node ids, scores) returned by the query."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold resources to release
-        """Release connections (optional)."""
 
 
 def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +46,7 @@ def _import_kuzu():
     return kuzu
 
 
-class KuzuBackend(GraphBackend):
+class KuzuBackend(CypherBackend):
     name = "kuzu"
     FORMAT = 1
 
@@ -140,7 +129,7 @@ class KuzuBackend(GraphBackend):
             self._conn = self._db = None
 
 
-class Neo4jBackend(GraphBackend):
+class Neo4jBackend(CypherBackend):
     """A Neo4j 5 dialect server over Bolt (Neo4j, or ArcadeDB's Bolt plugin in tests)."""
 
     name = "neo4j"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grasp.graph.compiler import CompiledQuery
+from grasp.graph.engine import GraphBackend
 from grasp.graph.linking import Binding
 from grasp.graph.tree import VarNode, plan_tree
 from grasp.plan.model import Plan
@@ -23,7 +25,7 @@ def _ragged_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - offsets + np.repeat(starts, lengths)
 
 
-class MemoryExecutor:
+class MemoryExecutor(GraphBackend):
     name = "memory"
 
     def __init__(self, skb: SKB) -> None:
@@ -63,8 +65,10 @@ class MemoryExecutor:
             arr = arr + self._propagate(sub, rel, node.label)
         return arr
 
-    def execute(self, plan: Plan, bindings: dict[str, Binding]) -> tuple[np.ndarray, np.ndarray]:
-        """(target node ids, anchor scores) of every target the plan reaches, unsorted."""
+    def execute(self, plan: Plan, bindings: dict[str, Binding],
+                compiled: CompiledQuery | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(target node ids, anchor scores) of every target the plan reaches, unsorted (the plan's
+        tree is evaluated directly; ``compiled`` is not needed)."""
         root = plan_tree(plan)
         labels = [root.label] if root.label else list(plan.target.labels)
         arr = self._score(root, bindings, labels)

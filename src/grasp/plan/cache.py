@@ -13,10 +13,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from grasp.packaged import SHIPPED_PLANS
+
 
 def shipped_plans(schema_name: str) -> list[Path]:
     """The plan cache shipped in the package for an SKB of this schema name, if there is one."""
-    path = Path(__file__).resolve().parent.parent / "data" / "plans" / f"{schema_name}.jsonl"
+    path = SHIPPED_PLANS / f"{schema_name}.jsonl"
     return [path] if path.exists() else []
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grasp.plan.prompt import Example
-from grasp.skb.queries import Query
+from grasp.results import Query
 from grasp.storage import atomic_file
 
 
@@ -27,12 +27,13 @@ def select_examples(graph_retriever, queries: Sequence[Query], *, max_examples: 
         if q.template is not None and q.template in templates:
             continue
         ranking = graph_retriever.search_query(q, max_rank)
-        if ranking.meta.get("plan_status") not in ("valid", "repaired"):
+        trace = ranking.trace  # the graph stage's GraphTrace
+        if trace.plan_status not in ("valid", "repaired"):
             continue
         if not set(ranking.node_ids.tolist()) & set(q.answer_ids):
             continue
         templates.add(q.template)
-        chosen.append(Example(q.qid, q.text, ranking.meta["plan"]))
+        chosen.append(Example(q.qid, q.text, trace.plan))
     return chosen
 
 

@@ -20,8 +20,8 @@ from grasp.plan.grammar import plan_json_schema
 from grasp.plan.llm import ChatClient, LLMError
 from grasp.plan.prompt import PromptBuilder
 from grasp.plan.validate import PlanCheck, check_plan
+from grasp.results import Query
 from grasp.skb.graph import SKB
-from grasp.skb.queries import Query
 
 
 class PlanNotCached(GraspError):

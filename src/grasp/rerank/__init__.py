@@ -7,10 +7,10 @@ from grasp.rerank.base import Reranker
 from grasp.rerank.bi_encoder import BiEncoderReranker
 from grasp.rerank.cross_encoder import CrossEncoderReranker
 from grasp.rerank.retriever import RerankedRetriever
-from grasp.rerank.train import RerankTrainConfig, build_records, train_reranker
+from grasp.rerank.train import build_records, train_reranker
 from grasp.rerank.tuned_bi_encoder import TunedBiEncoderReranker
 
-__all__ = ["Reranker", "BiEncoderReranker", "CrossEncoderReranker", "RerankedRetriever", "RerankTrainConfig",
+__all__ = ["Reranker", "BiEncoderReranker", "CrossEncoderReranker", "RerankedRetriever",
            "TunedBiEncoderReranker", "load_trained_reranker",
            "build_records", "train_reranker"]
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grasp.errors import FormatError
-from grasp.results import Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Run
 from grasp.storage import atomic_file
 
 KIND = "grasp-reranker-bundle"

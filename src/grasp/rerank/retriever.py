@@ -1,32 +1,72 @@
 """Stage 3 as a retriever: rerank the upstream top-``depth`` and fuse the reranker's ranking
-with the upstream one by static RRF (w, k tuned on validation; the paper's best w 0.5-0.65, k 2-5)."""
+with the upstream one by static RRF (w, k tuned on validation; the paper's best w 0.5-0.65, k 2-5).
+
+Its stages are named ``reranker`` (the reranker's own ranking of the pool, with a
+:class:`RerankTrace`) and the method's name (``grasp`` or ``grasp-zs``: the final fusion)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
-from grasp.fuse.rrf import fuse_pair
+from grasp.fuse.rrf import static_rrf
 from grasp.rerank.base import Reranker, VectorReranker
 from grasp.rerank.vectors import CandidateVectors
-from grasp.results import Ranking, Run
+from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
 from grasp.skb.documents import CandidateSerializer
-from grasp.skb.queries import Query
+from grasp.storage import Setting
+
+RERANKER_STAGE = "reranker"
+
+
+@dataclass
+class RerankTrace(StageTrace):
+    """The reranker's pass over one query's pool."""
+
+    reranker: str = ""
+    depth: int = 100
+    stored_vectors: bool = False  # scored from the stored candidate vectors (else serialized and encoded)
+
+
+@dataclass
+class RerankFusionSetting(Setting):
+    """The final fusion (reranker and upstream rankings), as `grasp tune rerank` chose it on validation."""
+
+    w: float
+    k: float
+    depth: int | None = None       # the rerank depth it was tuned at
+    val_hit1: float | None = None
+    split: str = "val"
+    n: int = 0
+    within_1pt: int = 0
+    trained: bool = True
+
+    artifact: ClassVar[str] = "rerank-fusion-trained.json"
+
+    @staticmethod
+    def artifact_for(trained: bool) -> str:
+        return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
 
 
 class RerankedRetriever(Retriever):
-    name = "reranked"
-
     def __init__(self, upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *,
-                 depth: int = 100, w: float = 0.5, k: float = 2.0, vectors: CandidateVectors | None = None) -> None:
-        """``vectors``: the stored candidate vectors of a bi-encoder reranker; used once built
-        (``grasp index``), else candidates are serialized and encoded per query."""
+                 name: str = "grasp", depth: int = 100, w: float = 0.5, k: float = 2.0,
+                 vectors: CandidateVectors | None = None) -> None:
+        """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``vectors``: the stored
+        candidate vectors of a bi-encoder reranker, used once built (``grasp index``), else
+        candidates are serialized and encoded per query."""
         if vectors is not None and not isinstance(reranker, VectorReranker):
             raise ValueError(f"stored vectors need a bi-encoder reranker, not {reranker.name}")
+        self.name = name
         self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
         self.depth, self.w, self.k = depth, w, k
         self.vectors = vectors
+
+    def children(self) -> list[Retriever]:
+        return [self.upstream]
 
     @property
     def uses_stored_vectors(self) -> bool:
@@ -40,32 +80,29 @@ class RerankedRetriever(Retriever):
 
     def rerank(self, query: Query, upstream: Ranking) -> Ranking:
         pool = upstream.top(self.depth)
-        if self.uses_stored_vectors:
+        stored = self.uses_stored_vectors
+        if stored:
             scores = self.reranker.score_vectors(query.text, self.vectors.of(pool.node_ids))  # type: ignore[union-attr]
         else:
             scores = self.reranker.score(query.text, [self.serialize(int(n)) for n in pool.node_ids])
-        return Ranking.from_scores(query.qid, pool.node_ids, scores, stage=f"{self.name}:{self.reranker.name}")
+        return Ranking.from_scores(query.qid, pool.node_ids, scores, stage=RERANKER_STAGE,
+                                   trace=RerankTrace(self.reranker.name, self.depth, stored))
 
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
         # the whole upstream run (not only the reranked top) is fused, so ranks below the depth keep their credit
         stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
         scored, out = self.from_upstream(queries, stages[self.upstream.name], k)
-        return {**stages, "reranker": scored, self.name: out}
+        return {**stages, RERANKER_STAGE: scored, self.name: out}
 
     def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100) -> tuple[Run, Run]:
         """(the reranker's own ranking, the final fused one) over an upstream run already made."""
         t0 = time.perf_counter()
-        scored, out = Run("reranker"), Run(self.name)
+        scored = Run(RERANKER_STAGE)
         for q in queries:
-            base = up.get(q.qid) or Ranking(q.qid, [], [])
-            reranked = self.rerank(q, base)
-            scored.add(reranked)
-            fused = fuse_pair(reranked, base, self.w, 1.0 - self.w, self.k, qid=q.qid, stage=self.name,
-                              meta={"upstream": base.meta, "reranker": self.reranker.name, "w": self.w, "k": self.k,
-                                    "stored_vectors": self.uses_stored_vectors,
-                                    "reranked_ids": reranked.node_ids[:20].tolist()})
-            out.add(fused.top(k))
+            scored.add(self.rerank(q, up.get(q.qid) or Ranking(q.qid, [], [])))
         scored.seconds = time.perf_counter() - t0
+        upstream = Run(up.name, {q.qid: up[q.qid] for q in queries if q.qid in up})
+        out = static_rrf(scored, upstream, w=self.w, k=self.k, name=self.name, top=k)
         out.seconds = 0.0  # the final fusion is negligible beside the reranker; its time is in "reranker"
         return scored, out
 

@@ -14,47 +14,19 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.config import GraspConfig, RerankerConfig
+from grasp.config import RerankerConfig
 from grasp.errors import ConfigError
-from grasp.results import Run
-from grasp.skb.queries import Query
+from grasp.results import Query, Run
 from grasp.storage import atomic_file
 
-_DEFAULTS = RerankerConfig()
-
-
-@dataclass
-class RerankTrainConfig:
-    """Training settings; the fields it shares with :class:`grasp.config.RerankerConfig` take their
-    defaults from there, so the typed configuration stays the one place that sets them."""
-
-    epochs: int = _DEFAULTS.epochs
-    lr: float = _DEFAULTS.lr
-    warmup: float = _DEFAULTS.warmup
-    global_batch: int = _DEFAULTS.global_batch
-    micro_batch: int = _DEFAULTS.micro_batch
-    group_size: int = _DEFAULTS.group_size
-    hard_negatives: int = _DEFAULTS.hard_negatives
-    depth: int = _DEFAULTS.depth
-    max_length: int = _DEFAULTS.max_length
-    lora_r: int = _DEFAULTS.lora_r
-    lora_alpha: int = _DEFAULTS.lora_alpha
-    lora_dropout: float = 0.05
-    save_every: int = 50
-    seed: int = GraspConfig.model_fields["seed"].default
-    kind: str = _DEFAULTS.kind  # or "cross-encoder": a one-logit head on the encoder
-
-    @classmethod
-    def from_settings(cls, settings, seed: int) -> RerankTrainConfig:
-        """From the typed configuration's ``reranker`` section (the fields both share)."""
-        return cls(**{k: v for k, v in settings.model_dump().items() if k in cls.__dataclass_fields__}, seed=seed)
+# settings a resumed run may change without starting over: more epochs continue, checkpoints are bookkeeping
+RESUMABLE = ("epochs", "save_every", "train_split", "val_split", "depth")
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
@@ -73,20 +45,23 @@ def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, 
     return records
 
 
-def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir: Path, *, model: str = "minilm",
-                   config: RerankTrainConfig | None = None, progress: bool = True) -> dict:
-    """Train a LoRA adapter; returns the log. The adapter ends in ``out_dir/adapter``."""
+def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir: Path, *,
+                   config: RerankerConfig | None = None, seed: int = 13, progress: bool = True) -> dict:
+    """Train a LoRA adapter of ``config.model`` with the ``reranker`` configuration section; returns the
+    log. The adapter ends in ``out_dir/adapter``."""
     from peft import LoraConfig, get_peft_model
     from transformers import get_cosine_schedule_with_warmup
 
     from grasp.rerank.cross_encoder import load_cross_encoder
     from grasp.rerank.tuned_bi_encoder import TEMPERATURE, embed, load_bi_encoder
 
-    cfg = config or RerankTrainConfig()
+    cfg = config or RerankerConfig()
+    model = cfg.model
+    identity = {**cfg.model_dump(mode="json"), "seed": seed}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(cfg.seed)
-    torch.manual_seed(cfg.seed)
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
     if cfg.kind not in ("cross-encoder", "bi-encoder"):
         raise ValueError(f"kind must be 'cross-encoder' or 'bi-encoder', not {cfg.kind!r}")
     cross = cfg.kind == "cross-encoder"
@@ -103,9 +78,10 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     ckpt = out_dir / "checkpoint.pt"
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
-        same = {k: v for k, v in asdict(cfg).items() if k not in ("epochs", "save_every")}  # more epochs = go on
-        if {k: v for k, v in saved.get("config", asdict(cfg)).items() if k in same} != same:
-            raise ConfigError(f"{ckpt} is from another training configuration ({saved['config']}); "
+        before = saved.get("config", {})
+        changed = [k for k, v in identity.items() if k not in RESUMABLE and k in before and before[k] != v]
+        if changed:
+            raise ConfigError(f"{ckpt} is from another training configuration ({', '.join(changed)} differ); "
                               "delete it to start over with this one")
         net.load_state_dict(saved["model"], strict=False)
         opt.load_state_dict(saved["optimizer"])
@@ -148,7 +124,7 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     while state["step"] < total_steps:
         epoch, within = divmod(state["step"], steps_per_epoch)
         order = list(range(len(records)))
-        random.Random(cfg.seed + epoch).shuffle(order)  # the same order for an epoch whatever the resume point
+        random.Random(seed + epoch).shuffle(order)  # the same order for an epoch whatever the resume point
         batch = order[within * cfg.global_batch : (within + 1) * cfg.global_batch]
         opt.zero_grad()
         total = 0.0
@@ -169,12 +145,11 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
                 torch.save({"model": {k: v for k, v in net.state_dict().items() if "lora" in k or "classifier" in k
                                       or "modules_to_save" in k or "score" in k},
                             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state,
-                            "config": asdict(cfg),
+                            "config": identity,
                             "rng": rng.getstate()}, f)
     bar.close()
     net.save_pretrained(str(out_dir / "adapter"))
-    (out_dir / "adapter" / "grasp_train.json").write_text(json.dumps({**asdict(cfg), "model": model,
-                                                                       "records": len(records)}, indent=1))
+    (out_dir / "adapter" / "grasp_train.json").write_text(json.dumps({**identity, "records": len(records)}, indent=1))
     (out_dir / "log.json").write_text(json.dumps(state["log"]))
     return state
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
-from grasp.encode.encoder import Encoder, resolve_model_path
+from grasp.encode.encoder import Encoder, resolve_model_path, token_budget_batches, token_counts
 from grasp.rerank.base import VectorReranker, load_transformer
 
 TEMPERATURE = 0.05
@@ -54,19 +55,25 @@ def adapter_digest(adapter: Path | None) -> str:
 class TunedEncoder(Encoder):
     """The tuned encoder as an :class:`Encoder`, so its candidate vectors go into the embedding store."""
 
-    def __init__(self, net, tokenizer, *, max_length: int, batch_size: int, identity: str) -> None:
+    def __init__(self, net, tokenizer, *, max_length: int, batch_size: int, identity: str,
+                 tokens_per_batch: int = 2048) -> None:
         self.net, self.tokenizer = net, tokenizer
         self.max_length, self.batch_size = max_length, batch_size
+        self.tokens_per_batch = max(tokens_per_batch, max_length)
         self.dim = int(net.config.hidden_size)
         self.model_id = f"{identity}:len{max_length}"
 
     @torch.inference_mode()
     def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")  # batches of similar length pad little
-        for lo in range(0, len(texts), self.batch_size):
-            idx = order[lo : lo + self.batch_size]
+        if len(texts) == 0:
+            return out
+        bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
+        for idx in token_budget_batches(token_counts(self.tokenizer, texts, self.max_length),
+                                        tokens_per_batch=self.tokens_per_batch, max_batch=self.batch_size):
             out[idx] = embed(self.net, self.tokenizer, [texts[i] for i in idx], self.max_length).float().cpu().numpy()
+            bar.update(len(idx))
+        bar.close()
         return out
 
 

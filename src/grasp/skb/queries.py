@@ -1,37 +1,16 @@
-"""Queries with gold answers: the open format's ``qa/queries.jsonl``."""
+"""Reading and writing queries with gold answers: the open format's ``qa/queries.jsonl``
+(the :class:`~grasp.results.Query` shape lives beside :class:`~grasp.results.Ranking`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from grasp.errors import FormatError
+from grasp.results import Query
+from grasp.skb.graph import SKB
 from grasp.skb.textio import iter_json_objects
-
-
-@dataclass
-class Query:
-    """One query. ``qid`` is the query id as a string (TREC runs need strings)."""
-
-    qid: str
-    text: str
-    answer_ids: list[int] = field(default_factory=list)
-    split: str | None = None
-    template: str | None = None
-
-    def to_json(self) -> dict:
-        out: dict = {"id": _id_value(self.qid), "query": self.text, "answer_ids": list(self.answer_ids)}
-        if self.template is not None:
-            out["template"] = self.template
-        if self.split is not None:
-            out["split"] = self.split
-        return out
-
-
-def _id_value(qid: str) -> int | str:
-    return int(qid) if qid.lstrip("-").isdigit() else qid
 
 
 def read_queries(path: Path | str) -> list[Query]:
@@ -79,4 +58,18 @@ def select_queries(queries: list[Query], split: str | None = None, limit: int | 
         queries = [q for q in queries if q.split == split]
     if limit is not None:
         queries = queries[:limit]
+    return queries
+
+
+def check_answers(queries: list[Query], skb: SKB, path: Path | str) -> list[Query]:
+    """The queries, once every gold answer is checked to be a candidate node of ``skb``; else the
+    first bad answer as a :class:`FormatError` naming the file, the query and the field."""
+    for q in queries:
+        bad = [a for a in q.answer_ids if not 0 <= a < skb.num_nodes]
+        if bad:
+            raise FormatError(f"query {q.qid}: answer id {bad[0]} is not a node", file=path, field="answer_ids")
+        non_cand = [a for a in q.answer_ids if not skb.candidate_mask[a]]
+        if non_cand:
+            raise FormatError(f"query {q.qid}: answer {non_cand[0]} is not of a candidate type", file=path,
+                              field="answer_ids")
     return queries

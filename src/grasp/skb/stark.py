@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from grasp.errors import FormatError
+from grasp.results import Query
 from grasp.skb.graph import SKB
-from grasp.skb.queries import Query
 from grasp.skb.schema import NodeTypeSpec, RelationSpec, Schema
 from grasp.storage import file_fingerprint, stable_hash
 

@@ -26,6 +26,7 @@ class FieldWeights(nn.Module):
 
     @staticmethod
     def combine(weights: torch.Tensor, lexical: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-        """weights (B, 2F); lexical, dense (B, C, F) -> scores (B, C)."""
+        """weights (B, 2F); lexical, dense (B, C, F) -> scores (B, C). The one scoring rule of training
+        and search."""
         f = lexical.shape[-1]
         return (lexical * weights[:, None, :f]).sum(-1) + (dense * weights[:, None, f:]).sum(-1)

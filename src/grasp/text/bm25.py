@@ -10,11 +10,10 @@ import numpy as np
 
 from grasp.config import BM25Config
 from grasp.errors import IndexCorruptError
-from grasp.results import Ranking, Run
+from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.graph import SKB
-from grasp.skb.queries import Query
 from grasp.storage import atomic_dir, stable_hash
 
 

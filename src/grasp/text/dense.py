@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grasp.encode.node_vectors import NodeVectors
-from grasp.results import Ranking, Run
+from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
-from grasp.skb.queries import Query
 
 
 class DenseRetriever(Retriever):

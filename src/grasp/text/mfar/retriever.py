@@ -4,15 +4,23 @@ on all fields with the query's weights, top-k returned."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from grasp.dense.mfar.fields_index import FieldIndex
-from grasp.dense.mfar.model import FieldWeights
-from grasp.results import Ranking, Run
+from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
-from grasp.skb.queries import Query
+from grasp.text.mfar.fields_index import FieldIndex
+from grasp.text.mfar.model import FieldWeights
+
+
+@dataclass
+class MFARTrace(StageTrace):
+    """mFAR for one query: whether its field weights are trained, and the query's active weights."""
+
+    trained: bool = False
+    field_weights: dict[str, float] = field(default_factory=dict)
 
 
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:
@@ -49,11 +57,10 @@ class MFARRetriever(Retriever):
         w = self.weights(torch.from_numpy(q_emb)).numpy()
         for i, q in enumerate(queries):
             rows, lex, dense = self.field_scores(q_emb[i], [t[i] for t in tokens])
-            f = self.index.n_fields
-            scores = lex @ w[i, :f] + dense @ w[i, f:]
+            scores = FieldWeights.combine(torch.from_numpy(w[i : i + 1]), torch.from_numpy(lex[None]),
+                                          torch.from_numpy(dense[None]))[0].numpy()
             run.add(Ranking.from_scores(q.qid, self.index.node_ids[rows], scores, stage=self.name, k=k,
-                                        meta={"trained": self.trained,
-                                              "field_weights": self.field_weights(w[i])}))
+                                        trace=MFARTrace(self.trained, self.field_weights(w[i]))))
         return run
 
     def weight_names(self) -> list[str]:

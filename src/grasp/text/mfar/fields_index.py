@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from grasp.config import BM25Config
-from grasp.dense.bm25 import BM25Retriever
 from grasp.encode.encoder import Encoder
 from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
@@ -27,6 +26,7 @@ from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
 from grasp.skb.graph import SKB
 from grasp.storage import atomic_file, stable_hash
+from grasp.text.bm25 import BM25Retriever
 
 
 class _FieldLayout(DocumentLayout):

@@ -12,33 +12,17 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.dense.mfar.retriever import MFARRetriever
+from grasp.config import MFARConfig
 from grasp.eval.report import evaluate_run
-from grasp.skb.queries import Query
+from grasp.results import Query
 from grasp.storage import atomic_file
-
-
-@dataclass
-class TrainConfig:
-    epochs: int = 10
-    batch_size: int = 32
-    lr: float = 5e-3
-    temperature: float = 0.05
-    hard_negative_ranks: tuple[int, int] = (51, 100)
-    patience: int = 2
-    seed: int = 13
-
-    @classmethod
-    def from_settings(cls, settings, seed: int) -> TrainConfig:
-        """From the typed configuration's ``mfar`` section (the fields both share)."""
-        return cls(**{k: v for k, v in settings.model_dump().items() if k in cls.__dataclass_fields__}, seed=seed)
+from grasp.text.mfar.retriever import MFARRetriever
 
 
 def _save(path: Path, obj: dict) -> None:
@@ -70,17 +54,17 @@ class _LexicalCache:
 
 
 def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries: Sequence[Query], out_dir: Path,
-          config: TrainConfig | None = None, *, progress: bool = True) -> dict:
-    """Train ``retriever.weights`` in place; returns the training log. Resumes from
-    ``out_dir/checkpoint.pt`` if present; the best weights end in ``out_dir/weights.pt``."""
-    cfg = config or TrainConfig()
+          config: MFARConfig | None = None, *, seed: int = 13, progress: bool = True) -> dict:
+    """Train ``retriever.weights`` in place with the ``mfar`` configuration section; returns the training
+    log. Resumes from ``out_dir/checkpoint.pt`` if present; the best weights end in ``out_dir/weights.pt``."""
+    cfg = config or MFARConfig()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     index = retriever.index
     row_of = index.row_of
     queries = [q for q in train_queries if any(a in row_of for a in q.answer_ids)]
-    rng = random.Random(cfg.seed)
-    torch.manual_seed(cfg.seed)
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
 
     # hard negatives: ranks 51-100 of the single-field BM25 run, positives removed
     single = next(i for i, s in enumerate(index.specs) if s.name == "single")

@@ -1,0 +1,66 @@
+"""Command-line interface: ``grasp eval | search | index | info | demo | data ...``.
+
+Errors in input (a bad SKB file, an unknown method, a missing index) print one line naming
+the problem and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grasp.cli import data, demo, plans, search, train
+from grasp.config import load_config
+from grasp.errors import GraspError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="TOML config file.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. encoder.max_length=512.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Index cache root (default: the config's cache_dir, else $GRASP_CACHE_DIR, else ~/.cache/grasp).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.version_option(package_name="grasp-retrieval")
+@click.pass_context
+def cli(ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...], cache_dir: Path | None, quiet: bool) -> None:
+    """GRASP: hybrid graph + text retrieval over semi-structured knowledge bases."""
+    config = load_config(config_file, overrides)
+    if cache_dir is not None:
+        config = config.model_copy(update={"cache_dir": cache_dir})
+    ctx.obj = {"config": config, "progress": not quiet}
+
+
+skb_option = click.option("--skb", "skb_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+                          help="Knowledge base: an open-format directory or a STaRK processed directory.")
+stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag", "prime"]),
+                            help="Which STaRK dataset a processed directory holds (detected when omitted).")
+
+
+
+for _command in (search.eval_cmd, search.search, search.plan_cmd, search.serve, search.index, search.info, demo.demo,
+                 plans.plans, plans.fetch, train.train_group, train.tune_group, train.report,
+                 data.data):
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, standalone_mode=False, prog_name="grasp")
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except GraspError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

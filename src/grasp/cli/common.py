@@ -1,0 +1,40 @@
+"""What the command modules share: options, the workspace of a command, printing a ranking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grasp.config import GraspConfig
+from grasp.workspace import METHODS, Workspace
+
+
+def config_of(ctx: click.Context) -> GraspConfig:
+    return ctx.obj["config"]
+
+
+skb_option = click.option("--skb", "skb_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+                          help="Knowledge base: an open-format directory or a STaRK processed directory.")
+stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag", "prime"]),
+                            help="Which STaRK dataset a processed directory holds (detected when omitted).")
+
+
+def workspace(ctx: click.Context, skb_dir: Path, stark_dataset: str | None = None) -> Workspace:
+    return Workspace.open(skb_dir, config_of(ctx), stark_dataset=stark_dataset, progress=ctx.obj["progress"])
+
+
+def method_choice(auto: bool = False) -> click.Choice:
+    return click.Choice((["auto"] if auto else []) + sorted(METHODS))
+
+
+def print_ranking(ws, ranking, as_json: bool = False) -> None:
+    for rank, (nid, score) in enumerate(zip(ranking.node_ids.tolist(), ranking.scores.tolist(), strict=True), 1):
+        row = {"rank": rank, "node_id": nid, "type": ws.skb.type_of(nid), "name": ws.skb.names[nid], "score": round(score, 4)}
+        if as_json:
+            click.echo(json.dumps(row, ensure_ascii=False))
+        else:
+            click.echo(f"{rank:>3}  {score:8.4f}  [{row['type']}] {row['name']}  (id {nid})")
+
+

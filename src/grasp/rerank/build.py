@@ -1,0 +1,47 @@
+"""Building Stage 3 from the ``reranker`` configuration: the candidate serializer, the reranker
+(zero-shot or a trained adapter) and the reranked retriever with its final fusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grasp.config import RerankerConfig
+from grasp.encode.encoder import Encoder
+from grasp.rerank import BiEncoderReranker, load_trained_reranker
+from grasp.rerank.base import Reranker, VectorReranker
+from grasp.rerank.retriever import RerankedRetriever, RerankFusionSetting
+from grasp.rerank.vectors import CandidateVectors
+from grasp.retriever import Retriever
+from grasp.skb.documents import CandidateSerializer, DocumentLayout
+from grasp.skb.graph import SKB
+
+ADAPTER_ARTIFACT = "reranker/adapter"  # where `grasp train reranker` leaves the adapter (a workspace artifact)
+
+
+def build_serializer(cfg: RerankerConfig, skb: SKB, layout: DocumentLayout) -> CandidateSerializer:
+    """The reranker's view of a node (type, truncated fields, 1-hop neighbours), as configured; training,
+    serving and the stored vectors all read candidates through it."""
+    return CandidateSerializer(skb, layout, max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
+
+
+def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None) -> Reranker:
+    """The zero-shot bi-encoder over ``encoder`` (no adapter), or the reranker a trained adapter belongs to."""
+    if adapter is None:
+        return BiEncoderReranker(encoder)
+    return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
+
+
+def rerank_depth(cfg: RerankerConfig, setting: RerankFusionSetting | None) -> int:
+    """A depth the user set wins; else the depth the final fusion was tuned at; else the configured default."""
+    if "depth" in cfg.model_fields_set or setting is None or setting.depth is None:
+        return cfg.depth
+    return setting.depth
+
+
+def build_reranked(upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *, name: str, w: float, k: float, depth: int, vectors_dir: Path,
+                   progress: bool = True) -> RerankedRetriever:
+    """Stage 3 over ``upstream``; a bi-encoder reranker reads its candidates' stored vectors (under
+    ``vectors_dir``) once `grasp index` built them."""
+    vectors = (CandidateVectors(vectors_dir, serializer, reranker.document_encoder, progress=progress)
+               if isinstance(reranker, VectorReranker) else None)
+    return RerankedRetriever(upstream, reranker, serializer, name=name, depth=depth, w=w, k=k, vectors=vectors)

@@ -1,0 +1,283 @@
+"""A knowledge base opened with a configuration: where its indexes and artifacts live, which
+methods are ready, and the components its stages share.
+
+:class:`Workspace` keeps house: a folder per SKB content fingerprint under the cache root (never
+inside the SKB directory, which may be read-only), trained artifacts (its own, else the ones
+shipped for the schema), typed settings saved and loaded as :class:`~grasp.storage.Setting`,
+and each method's retriever built once on first use. The method table at the end is wiring only: each
+stage's builder lives next to its stage (``graph/build.py``, ``text/mfar/build.py``, ...).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+
+from grasp.config import GraspConfig
+from grasp.encode.encoder import Encoder, build_encoder, encoder_id
+from grasp.encode.node_vectors import NodeVectors
+from grasp.errors import ConfigError, FormatError
+from grasp.eval.report import EvalReport, evaluate_run
+from grasp.fuse.retriever import FusionSetting
+from grasp.packaged import SHIPPED_MODELS
+from grasp.rerank.build import ADAPTER_ARTIFACT as RERANKER_ADAPTER
+from grasp.rerank.retriever import RerankFusionSetting
+from grasp.results import Query, Run
+from grasp.retriever import Retriever
+from grasp.skb import SKB, load_skb, read_queries, select_queries
+from grasp.skb.documents import CandidateSerializer, DocumentLayout, layout_for
+from grasp.storage import Setting, stable_hash
+from grasp.text.mfar.build import WEIGHTS_ARTIFACT as MFAR_WEIGHTS
+
+S = TypeVar("S", bound=Setting)
+
+
+
+class Workspace:
+    """One SKB + one configuration + the folder holding their indexes."""
+
+    def __init__(self, skb: SKB, config: GraspConfig | None = None, *, progress: bool = True) -> None:
+        self.skb = skb
+        self.config = config or GraspConfig()
+        self.progress = progress
+        self._retrievers: dict[str, Retriever] = {}
+
+    @classmethod
+    def open(cls, path: Path | str, config: GraspConfig | None = None, *, stark_dataset: str | None = None,
+             progress: bool = True) -> Workspace:
+        return cls(load_skb(path, stark_dataset=stark_dataset), config, progress=progress)
+
+    # --- the cache layout -------------------------------------------------------------------
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.config.cache_root / "skb" / f"{self.skb.name}-{self.skb.fingerprint}"
+
+    @property
+    def vectors_dir(self) -> Path:
+        return self.cache_dir / "embeddings"
+
+    @property
+    def plans_file(self) -> Path:
+        """The writable plan cache (under the package's shipped plans)."""
+        return self.cache_dir / "plans.jsonl"
+
+    @property
+    def examples_path(self) -> Path:
+        """Worked examples selected from this SKB's train split by `grasp plans examples`."""
+        return self.cache_dir / "examples.jsonl"
+
+    @property
+    def mfar_dir(self) -> Path:
+        """Where `grasp train mfar` keeps checkpoints, the training log and the best weights."""
+        cfg = self.config.mfar
+        # settings added after this key was fixed join it only when changed: earlier training folders stay found
+        later = {name for name in ("hard_negative_ranks",) if getattr(cfg, name) == type(cfg).model_fields[name].default}
+        key = [cfg.model_dump(exclude=later), encoder_id(self.config.encoder), self.layout.key]
+        return self.cache_dir / f"mfar-train-{stable_hash(key)}"
+
+    @property
+    def reranker_dir(self) -> Path:
+        """Where `grasp train reranker` keeps its records, checkpoints and the adapter."""
+        cfg = self.config.reranker
+        # what the trained reranker *is* (base, kind, input); training settings live in its grasp_train.json
+        identity = cfg.model_dump(include={"model", "kind", "max_length", "max_field_tokens", "max_neighbors"})
+        return self.cache_dir / f"reranker-{stable_hash([identity, self.layout.key])}"
+
+    # --- artifacts and settings -------------------------------------------------------------
+
+    def artifact_path(self, name: str) -> Path:
+        """Where this workspace writes a trained artifact: a setting's file (``fusion.json``, ...),
+        ``mfar/weights.pt`` or ``reranker/adapter``."""
+        if name.startswith("mfar/"):
+            return self.mfar_dir / name.removeprefix("mfar/")
+        if name.startswith("reranker/"):
+            return self.reranker_dir / name.removeprefix("reranker/")
+        return self.cache_dir / name
+
+    def artifact(self, name: str) -> Path | None:
+        """A trained artifact: this workspace's own, else one shipped with the package for this
+        schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
+        slice of pkg, uses pkg's), else None."""
+        from grasp.plan.prompt import profile_of
+
+        for path in (self.artifact_path(name), SHIPPED_MODELS / self.skb.schema.name / name,
+                     SHIPPED_MODELS / profile_of(self.skb) / name):
+            if path.exists():
+                return path
+        return None
+
+    def load_setting(self, cls: type[S], name: str | None = None) -> S | None:
+        """The setting of this type (its own file name unless ``name``), or None when none was saved."""
+        path = self.artifact(name or cls.artifact)
+        return cls.load(path) if path is not None else None
+
+    def save_setting(self, setting: Setting, name: str | None = None) -> Path:
+        path = self.artifact_path(name or setting.artifact)
+        setting.save(path)
+        return path
+
+    def readiness(self) -> dict[str, str | None]:
+        """For each method: None when it can run now, else what is missing and the command that makes it."""
+        fusion = None if self.artifact(FusionSetting.artifact) else "no fusion setting: grasp tune fusion"
+        out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
+                                      "mfar": None if self.artifact(MFAR_WEIGHTS) else "not trained: grasp train mfar",
+                                      "fused": fusion}
+        zs = (None if self.artifact(RerankFusionSetting.artifact_for(False))
+              else "no final fusion: grasp tune rerank --zero-shot")
+        out["grasp-zs"] = fusion or zs
+        trained = (None if self.artifact(RERANKER_ADAPTER) else "no reranker: grasp train reranker") or (
+            None if self.artifact(RerankFusionSetting.artifact_for(True)) else "no final fusion: grasp tune rerank")
+        out["grasp"] = fusion or trained
+        return out
+
+    def best_method(self) -> str:
+        """The most complete method that can run now: grasp, grasp-zs, fused, else bm25."""
+        ready = self.readiness()
+        return next(m for m in ("grasp", "grasp-zs", "fused", "bm25") if ready[m] is None)
+
+    # --- components the stages share --------------------------------------------------------
+
+    @cached_property
+    def layout(self) -> DocumentLayout:
+        try:
+            return layout_for(self.skb, self.config.document_layout)
+        except KeyError as e:
+            raise ConfigError(str(e.args[0])) from None
+
+    @cached_property
+    def encoder(self) -> Encoder:
+        return build_encoder(self.config.encoder)
+
+    @cached_property
+    def node_vectors(self) -> NodeVectors:
+        return NodeVectors(self.skb, self.encoder, self.layout, self.vectors_dir, self.config.vector_index,
+                           progress=self.progress)
+
+    @cached_property
+    def planner(self):
+        """The Stage-1 planner: cached plans first (shipped + this workspace's), the LLM on a miss."""
+        from grasp.plan.build import build_planner
+
+        return build_planner(self.skb, self.config.planner, cache_root=self.config.cache_root,
+                             plans_file=self.plans_file, examples_file=self.examples_path, seed=self.config.seed)
+
+    @cached_property
+    def serializer(self) -> CandidateSerializer:
+        """The reranker's view of a candidate, shared by training, serving and the stored vectors."""
+        from grasp.rerank.build import build_serializer
+
+        return build_serializer(self.config.reranker, self.skb, self.layout)
+
+    # --- methods, queries, runs -------------------------------------------------------------
+
+    def retriever(self, method: str) -> Retriever:
+        if method not in METHODS:
+            raise ConfigError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+        if method not in self._retrievers:
+            self._retrievers[method] = METHODS[method](self)
+        return self._retrievers[method]
+
+    def default_queries_path(self) -> Path:
+        return Path(self.skb.source) / "qa" / "queries.jsonl"
+
+    def queries(self, path: Path | str | None = None, *, split: str | None = None, limit: int | None = None) -> list[Query]:
+        path = Path(path) if path is not None else self.default_queries_path()
+        if not path.exists():
+            raise FormatError("queries file not found (pass --queries FILE)", file=path)
+        return select_queries(read_queries(path), split, limit)
+
+    def run(self, method: str, queries: Sequence[Query], k: int | None = None) -> Run:
+        return self.retriever(method).batch_search(queries, k or self.config.search.depth, progress=self.progress)
+
+    def evaluate(self, method: str, queries: Sequence[Query], k: int | None = None) -> tuple[Run, EvalReport]:
+        """Build (or load) the method's indexes, retrieve for every query, and score the run."""
+        t0 = time.perf_counter()
+        retriever = self.retriever(method)
+        t1 = time.perf_counter()
+        run = retriever.batch_search(queries, k or self.config.search.depth, progress=self.progress)
+        t2 = time.perf_counter()
+        report = evaluate_run(run, queries, candidate_mask=self.skb.candidate_mask)
+        report.method = method
+        report.info.update({
+            "skb": self.skb.name,
+            "index_seconds": round(t1 - t0, 3),
+            "search_seconds": round(t2 - t1, 3),
+            "ms_per_query": round(1000 * (t2 - t1) / max(len(queries), 1), 3),
+        })
+        return run, report
+
+
+# --- the method table: each method's retriever wired from the workspace's components -----------------
+
+def _bm25(ws: Workspace) -> Retriever:
+    from grasp.text.bm25 import BM25Retriever
+
+    return BM25Retriever(ws.skb, ws.layout, ws.cache_dir, ws.config.bm25, progress=ws.progress)
+
+
+def _dense(ws: Workspace) -> Retriever:
+    from grasp.text.dense import DenseRetriever
+
+    return DenseRetriever(ws.node_vectors)
+
+
+def _graph(ws: Workspace) -> Retriever:
+    from grasp.graph.build import build_graph_retriever
+
+    return build_graph_retriever(ws.config.graph, ws.planner, ws.node_vectors, ws.cache_dir, progress=ws.progress)
+
+
+def mfar_method(ws: Workspace, *, trained: bool = True):
+    """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``)."""
+    from grasp.text.mfar.build import build_mfar
+
+    c = ws.config
+    return build_mfar(c.mfar, ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=c.bm25, node_vectors=ws.node_vectors,
+                      dtype=c.vector_index.dtype, weights=ws.artifact(MFAR_WEIGHTS) if trained else None,
+                      progress=ws.progress)
+
+
+def _fused(ws: Workspace) -> Retriever:
+    from grasp.fuse.retriever import FusedRetriever
+
+    setting = ws.load_setting(FusionSetting)
+    if setting is None:
+        raise ConfigError(f"no fusion setting for this SKB ({ws.artifact_path(FusionSetting.artifact)}); "
+                          "run `grasp tune fusion --skb ...` first")
+    return FusedRetriever(ws.retriever("graph"), ws.retriever(setting.info.get("dense_method", "mfar")), setting)
+
+
+def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None,
+                    depth: int | None = None):
+    """Stage 3 over the fused ranking (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the
+    final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
+    from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
+
+    cfg = ws.config.reranker
+    adapter = None
+    if trained:
+        adapter = ws.artifact(RERANKER_ADAPTER)
+        if adapter is None:
+            raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path(RERANKER_ADAPTER)}); "
+                              "run `grasp train reranker` first")
+    name = RerankFusionSetting.artifact_for(trained)
+    setting = None  # explicit (w, k): no saved setting applies, nor its depth
+    if w is None or k is None:
+        setting = ws.load_setting(RerankFusionSetting, name)
+        if setting is None:
+            raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
+        w, k = setting.w, setting.k
+    return build_reranked(ws.retriever("fused"), build_reranker(cfg, ws.encoder, adapter), ws.serializer,
+                          name="grasp" if trained else "grasp-zs", w=w, k=k,
+                          depth=depth if depth is not None else rerank_depth(cfg, setting),
+                          vectors_dir=ws.vectors_dir, progress=ws.progress)
+
+
+METHODS: dict[str, Callable[[Workspace], Retriever]] = {
+    "bm25": _bm25, "dense": _dense, "graph": _graph, "mfar": mfar_method, "fused": _fused,
+    "grasp-zs": lambda ws: reranked_method(ws, trained=False), "grasp": lambda ws: reranked_method(ws, trained=True),
+}
