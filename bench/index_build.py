@@ -22,7 +22,7 @@ STEPS = {
     "load SKB": "",
     "render documents": "docs = [ws.layout.document(ws.skb, int(i)) for i in ws.skb.candidate_ids]",
     "BM25 index": "ws.retriever('bm25')",
-    "Kùzu graph load": "from grasp.graph.build import build_engine; build_engine(ws.config.graph, ws.skb, ws.cache_dir)",
+    "Kùzu graph load": "from grasp.graph.build import build_engine; build_engine(ws.config.graph, ws.skb, ws.cache_dir, progress=ws.progress)",
     "mFAR field BM25 indexes": textwrap.dedent("""
         from grasp.text.mfar import FieldIndex
         FieldIndex(ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=ws.config.bm25, dense_fields=[], progress=False)"""),

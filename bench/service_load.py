@@ -20,7 +20,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-DEMO = Path(__file__).resolve().parents[1] / "src" / "grasp" / "data" / "demo"
+from grasp.packaged import DEMO_SKB  # noqa: E402
+
+DEMO = DEMO_SKB
 
 
 def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 600) -> dict:

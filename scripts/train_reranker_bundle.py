@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from grasp.config import RerankerConfig  # noqa: E402
+from grasp.config import DEFAULT_SEED, RerankerConfig  # noqa: E402
 from grasp.rerank import load_trained_reranker  # noqa: E402
 from grasp.rerank.records import read_bundle  # noqa: E402
 from grasp.rerank.train import mean_loss, pool_metrics, train_reranker  # noqa: E402
@@ -37,7 +37,7 @@ def main() -> None:
     overrides = {k: v for k, v in vars(args).items() if k not in ("bundle", "out", "seed") and v is not None}
     saved = {k: v for k, v in bundle["info"].get("reranker", {}).items() if k in RerankerConfig.model_fields}
     cfg = RerankerConfig(**{**saved, **overrides})
-    seed = 13 if args.seed is None else args.seed
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     texts = bundle["texts"]
     t0 = time.perf_counter()
     state = train_reranker(bundle["records"], texts.__getitem__, args.out, config=cfg, seed=seed, progress=False)

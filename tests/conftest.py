@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO_SKB = REPO / "src" / "grasp" / "data" / "demo"
+from grasp.packaged import DEMO_SKB  # noqa: E402,F401 - the tests' name for the bundled demo KB
 
 SCHEMA = {
     "name": "toy",

@@ -32,9 +32,9 @@ def test_bi_encoder_zero_shot(ws, minilm):
 
 
 def test_reranked_retriever_fuses_with_upstream(ws, minilm):
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout), w=0.5, k=2)
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout), name="grasp-zs", w=0.5, k=2)
     stages = rr.batch_search_stages(read_queries(ws.default_queries_path()), 5)
-    run = stages["grasp"]
+    run = stages["grasp-zs"]
     assert len(run) == 4
     r = run["0"]
     assert r.node_ids[0] == 0 and stages["reranker"]["0"].trace.reranker == "bi-encoder"
@@ -48,7 +48,8 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     # the toy pool is small: allow every non-gold candidate as a negative
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     assert records and all(r["positives"] and r["negatives"] for r in records)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout))
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
+                           name="grasp-zs")
     cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
                             save_every=1, max_length=64, kind="cross-encoder")
     out = tmp_path / "rr"
@@ -109,7 +110,8 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
 
     queries = read_queries(ws.default_queries_path())
     records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout))
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
+                           name="grasp-zs")
     docs = [rr.serialize(n) for n in (1, 2, 3)]
     zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
     fresh = TunedBiEncoderReranker("minilm", max_length=256).score("sodium channel", docs)
@@ -139,8 +141,8 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
     train_reranker(records, serializer, tmp_path / "bi", config=cfg, progress=False)
     reranker = TunedBiEncoderReranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
     vectors = CandidateVectors(tmp_path / "vec", serializer, reranker.document_encoder, progress=False)
-    live = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, depth=10)
-    stored = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, depth=10, vectors=vectors)
+    live = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, name="grasp", depth=10)
+    stored = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, name="grasp", depth=10, vectors=vectors)
     assert not stored.uses_stored_vectors  # not built yet: encoded per query, as before
     stored.prepare()  # what `grasp index` does
     assert stored.uses_stored_vectors and vectors.matrix().shape == (ws.skb.candidate_ids.size, 384)

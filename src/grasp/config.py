@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from grasp.errors import ConfigError, first_error
 from grasp.storage import cache_root
 
+DEFAULT_SEED = 13  # every seeded step (training, sampling, the LLM) defaults to it
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -168,7 +170,7 @@ class GraspConfig(_Section):
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()
     reranker: RerankerConfig = RerankerConfig()
-    seed: int = 13
+    seed: int = DEFAULT_SEED
 
     @property
     def cache_root(self) -> Path:

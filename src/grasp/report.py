@@ -23,7 +23,7 @@ PROGRESSION = ("mfar", "graph", "fused", "grasp-zs", "grasp")
 
 def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, out_dir: Path, examples: int = 3) -> str:
     """Each stage is computed once: the most complete prepared method runs with all its stages kept
-    (graph, mFAR, fused, reranked), the zero-shot reranker reranks that same fused run, and the
+    (graph, mFAR, fused, reranker and the final fusion, grasp or grasp-zs), the zero-shot reranker reranks that same fused run, and the
     baselines run on their own."""
     queries = ws.queries(split=split, limit=limit)
     ready = ws.readiness()

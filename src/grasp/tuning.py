@@ -11,7 +11,7 @@ import numpy as np
 from grasp.fuse.grid import FusionTable, search_dynamic, search_static
 from grasp.fuse.retriever import FusionSetting
 from grasp.rerank.retriever import RerankFusionSetting
-from grasp.workspace import Workspace, reranked_method
+from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
 
 
 def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar", limit: int | None = None,
@@ -70,5 +70,5 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     static = search_static(table)
     setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=rr.depth, val_hit1=static.hit1,
                                   split=split, n=len(queries), within_1pt=static.within_1pt, trained=trained)
-    ws.save_setting(setting, RerankFusionSetting.artifact_for(trained))
+    ws.save_setting(setting, final_fusion_artifact(trained))
     return setting

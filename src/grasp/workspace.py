@@ -21,19 +21,31 @@ from grasp.encode.encoder import Encoder, build_encoder, encoder_id
 from grasp.encode.node_vectors import NodeVectors
 from grasp.errors import ConfigError, FormatError
 from grasp.eval.report import EvalReport, evaluate_run
-from grasp.fuse.retriever import FusionSetting
 from grasp.packaged import SHIPPED_MODELS
-from grasp.rerank.build import ADAPTER_ARTIFACT as RERANKER_ADAPTER
-from grasp.rerank.retriever import RerankFusionSetting
 from grasp.results import Query, Run
 from grasp.retriever import Retriever
 from grasp.skb import SKB, load_skb, read_queries, select_queries
 from grasp.skb.documents import CandidateSerializer, DocumentLayout, layout_for
 from grasp.storage import Setting, stable_hash
-from grasp.text.mfar.build import WEIGHTS_ARTIFACT as MFAR_WEIGHTS
 
 S = TypeVar("S", bound=Setting)
 
+# trained artifacts, by their name in a workspace (stage modules are imported lazily: `import grasp` stays light)
+MFAR_WEIGHTS = "mfar/weights.pt"       # `grasp train mfar`: the best field weights
+RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapter and its grasp_train.json
+FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
+
+
+def final_fusion_artifact(trained: bool) -> str:
+    """`grasp tune rerank [--zero-shot]`: a RerankFusionSetting."""
+    return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+
+
+
+def _setting_name(cls: type[Setting], name: str | None) -> str:
+    if not (name or cls.artifact):
+        raise ValueError(f"a {cls.__name__} has no file name of its own: pass one")
+    return name or cls.artifact
 
 
 class Workspace:
@@ -112,25 +124,24 @@ class Workspace:
 
     def load_setting(self, cls: type[S], name: str | None = None) -> S | None:
         """The setting of this type (its own file name unless ``name``), or None when none was saved."""
-        path = self.artifact(name or cls.artifact)
+        path = self.artifact(_setting_name(cls, name))
         return cls.load(path) if path is not None else None
 
     def save_setting(self, setting: Setting, name: str | None = None) -> Path:
-        path = self.artifact_path(name or setting.artifact)
+        path = self.artifact_path(_setting_name(type(setting), name))
         setting.save(path)
         return path
 
     def readiness(self) -> dict[str, str | None]:
         """For each method: None when it can run now, else what is missing and the command that makes it."""
-        fusion = None if self.artifact(FusionSetting.artifact) else "no fusion setting: grasp tune fusion"
+        fusion = None if self.artifact(FUSION_SETTING) else "no fusion setting: grasp tune fusion"
         out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
                                       "mfar": None if self.artifact(MFAR_WEIGHTS) else "not trained: grasp train mfar",
                                       "fused": fusion}
-        zs = (None if self.artifact(RerankFusionSetting.artifact_for(False))
-              else "no final fusion: grasp tune rerank --zero-shot")
+        zs = None if self.artifact(final_fusion_artifact(False)) else "no final fusion: grasp tune rerank --zero-shot"
         out["grasp-zs"] = fusion or zs
         trained = (None if self.artifact(RERANKER_ADAPTER) else "no reranker: grasp train reranker") or (
-            None if self.artifact(RerankFusionSetting.artifact_for(True)) else "no final fusion: grasp tune rerank")
+            None if self.artifact(final_fusion_artifact(True)) else "no final fusion: grasp tune rerank")
         out["grasp"] = fusion or trained
         return out
 
@@ -242,7 +253,7 @@ def mfar_method(ws: Workspace, *, trained: bool = True):
 
 
 def _fused(ws: Workspace) -> Retriever:
-    from grasp.fuse.retriever import FusedRetriever
+    from grasp.fuse.retriever import FusedRetriever, FusionSetting
 
     setting = ws.load_setting(FusionSetting)
     if setting is None:
@@ -256,6 +267,7 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
     """Stage 3 over the fused ranking (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the
     final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
+    from grasp.rerank.retriever import RerankFusionSetting
 
     cfg = ws.config.reranker
     adapter = None
@@ -264,7 +276,7 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
         if adapter is None:
             raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path(RERANKER_ADAPTER)}); "
                               "run `grasp train reranker` first")
-    name = RerankFusionSetting.artifact_for(trained)
+    name = final_fusion_artifact(trained)
     setting = None  # explicit (w, k): no saved setting applies, nor its depth
     if w is None or k is None:
         setting = ws.load_setting(RerankFusionSetting, name)

@@ -32,12 +32,6 @@ def cli(ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...]
     ctx.obj = {"config": config, "progress": not quiet}
 
 
-skb_option = click.option("--skb", "skb_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-                          help="Knowledge base: an open-format directory or a STaRK processed directory.")
-stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag", "prime"]),
-                            help="Which STaRK dataset a processed directory holds (detected when omitted).")
-
-
 
 for _command in (search.eval_cmd, search.search, search.plan_cmd, search.serve, search.index, search.info, demo.demo,
                  plans.plans, plans.fetch, train.train_group, train.tune_group, train.report,

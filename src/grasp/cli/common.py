@@ -29,12 +29,17 @@ def method_choice(auto: bool = False) -> click.Choice:
     return click.Choice((["auto"] if auto else []) + sorted(METHODS))
 
 
+def echo_hit(row: dict, as_json: bool = False, suffix: str = "") -> None:
+    """One ranked node: a JSON line, or ``rank score [type] name (id N)`` and ``suffix``."""
+    if as_json:
+        click.echo(json.dumps(row, ensure_ascii=False))
+    else:
+        click.echo(f"{row['rank']:>3}  {row['score']:8.4f}  [{row['type']}] {row['name']}  (id {row['node_id']}){suffix}")
+
+
 def print_ranking(ws, ranking, as_json: bool = False) -> None:
     for rank, (nid, score) in enumerate(zip(ranking.node_ids.tolist(), ranking.scores.tolist(), strict=True), 1):
-        row = {"rank": rank, "node_id": nid, "type": ws.skb.type_of(nid), "name": ws.skb.names[nid], "score": round(score, 4)}
-        if as_json:
-            click.echo(json.dumps(row, ensure_ascii=False))
-        else:
-            click.echo(f"{rank:>3}  {score:8.4f}  [{row['type']}] {row['name']}  (id {nid})")
+        echo_hit({"rank": rank, "node_id": nid, "type": ws.skb.type_of(nid), "name": ws.skb.names[nid],
+                  "score": round(score, 4)}, as_json)
 
 

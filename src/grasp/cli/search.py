@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from grasp.cli.common import config_of, method_choice, print_ranking, skb_option, stark_option, workspace
+from grasp.cli.common import (
+    config_of,
+    echo_hit,
+    method_choice,
+    print_ranking,
+    skb_option,
+    stark_option,
+    workspace,
+)
 from grasp.errors import GraspError
 from grasp.packaged import DEMO_SKB
 
@@ -21,7 +29,7 @@ from grasp.packaged import DEMO_SKB
 @click.option("--split", help="Keep only queries of this split (any name: train, val, test, heldout, ...).")
 @click.option("--method", required=True, type=method_choice(), help="Retriever to evaluate.")
 @click.option("--limit", type=click.IntRange(min=1), help="Keep the first N queries of the selection, in file order.")
-@click.option("-k", "--k", "k", type=click.IntRange(min=1), help="Results per query (default: eval.k, 100).")
+@click.option("-k", "--k", "k", type=click.IntRange(min=1), help="Results per query (default: search.depth, 100).")
 @click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON.")
 @click.option("--run-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the run as a TREC run file.")
 @click.option("--report-md", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as a markdown table.")
@@ -70,11 +78,8 @@ def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     result = searcher.search(query, k, explain=explain)
     for h in result.hits:
         row = {"rank": h.rank, "node_id": h.node_id, "type": h.type, "name": h.name, "score": round(h.score, 4)}
-        if as_json:
-            click.echo(json.dumps({**row, "stage_ranks": h.stage_ranks} if explain else row, ensure_ascii=False))
-        else:
-            ranks = ", ".join(f"{s} {r if r is not None else '-'}" for s, r in h.stage_ranks.items() if s != "final")
-            click.echo(f"{h.rank:>3}  {h.score:8.4f}  [{h.type}] {h.name}  (id {h.node_id})" + (f"  [{ranks}]" if ranks else ""))
+        ranks = ", ".join(f"{s} {r if r is not None else '-'}" for s, r in h.stage_ranks.items() if s != "final")
+        echo_hit({**row, "stage_ranks": h.stage_ranks} if explain else row, as_json, f"  [{ranks}]" if ranks else "")
     if explain:
         click.echo(json.dumps(result.explain, indent=None if as_json else 1, ensure_ascii=False, default=str))
 

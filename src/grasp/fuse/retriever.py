@@ -21,7 +21,7 @@ from grasp.storage import Setting
 class FusionSetting(Setting):
     """Stage 2's fusion, as `grasp tune fusion` chose it on validation."""
 
-    artifact: ClassVar[str] = "fusion.json"
+    artifact: ClassVar[str] = "fusion.json"  # grasp.workspace.FUSION_SETTING
 
     mode: str                      # "static" or "dynamic"
     k: float

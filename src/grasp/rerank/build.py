@@ -15,8 +15,6 @@ from grasp.retriever import Retriever
 from grasp.skb.documents import CandidateSerializer, DocumentLayout
 from grasp.skb.graph import SKB
 
-ADAPTER_ARTIFACT = "reranker/adapter"  # where `grasp train reranker` leaves the adapter (a workspace artifact)
-
 
 def build_serializer(cfg: RerankerConfig, skb: SKB, layout: DocumentLayout) -> CandidateSerializer:
     """The reranker's view of a node (type, truncated fields, 1-hop neighbours), as configured; training,

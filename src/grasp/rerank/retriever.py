@@ -44,16 +44,12 @@ class RerankFusionSetting(Setting):
     within_1pt: int = 0
     trained: bool = True
 
-    artifact: ClassVar[str] = "rerank-fusion-trained.json"
-
-    @staticmethod
-    def artifact_for(trained: bool) -> str:
-        return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+    artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.workspace.final_fusion_artifact names each
 
 
 class RerankedRetriever(Retriever):
     def __init__(self, upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *,
-                 name: str = "grasp", depth: int = 100, w: float = 0.5, k: float = 2.0,
+                 name: str, depth: int = 100, w: float = 0.5, k: float = 2.0,
                  vectors: CandidateVectors | None = None) -> None:
         """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``vectors``: the stored
         candidate vectors of a bi-encoder reranker, used once built (``grasp index``), else
@@ -74,7 +70,7 @@ class RerankedRetriever(Retriever):
 
     def prepare(self) -> None:
         """The upstream's indexes and, for a bi-encoder reranker, every candidate's stored vector."""
-        self.upstream.prepare()
+        super().prepare()
         if self.vectors is not None:
             self.vectors.matrix()
 

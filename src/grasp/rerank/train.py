@@ -20,13 +20,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.config import RerankerConfig
+from grasp.config import DEFAULT_SEED, RerankerConfig
 from grasp.errors import ConfigError
 from grasp.results import Query, Run
 from grasp.storage import atomic_file
 
 # settings a resumed run may change without starting over: more epochs continue, checkpoints are bookkeeping
-RESUMABLE = ("epochs", "save_every", "train_split", "val_split", "depth")
+RESUMABLE = ("epochs", "save_every", "val_split")
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
@@ -46,7 +46,7 @@ def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, 
 
 
 def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir: Path, *,
-                   config: RerankerConfig | None = None, seed: int = 13, progress: bool = True) -> dict:
+                   config: RerankerConfig | None = None, seed: int = DEFAULT_SEED, progress: bool = True) -> dict:
     """Train a LoRA adapter of ``config.model`` with the ``reranker`` configuration section; returns the
     log. The adapter ends in ``out_dir/adapter``."""
     from peft import LoraConfig, get_peft_model

@@ -70,7 +70,7 @@ class TunedEncoder(Encoder):
             return out
         bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
         for idx in token_budget_batches(token_counts(self.tokenizer, texts, self.max_length),
-                                        tokens_per_batch=self.tokens_per_batch, max_batch=self.batch_size):
+                                        tokens_per_batch=self.tokens_per_batch, max_batch=4 * self.batch_size):
             out[idx] = embed(self.net, self.tokenizer, [texts[i] for i in idx], self.max_length).float().cpu().numpy()
             bar.update(len(idx))
         bar.close()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from grasp.config import BM25Config, MFARConfig
 from grasp.encode.encoder import Encoder
 from grasp.encode.node_vectors import NodeVectors
@@ -13,8 +11,6 @@ from grasp.skb.documents import DocumentLayout
 from grasp.skb.graph import SKB
 from grasp.text.mfar.fields_index import FieldIndex
 from grasp.text.mfar.retriever import MFARRetriever
-
-WEIGHTS_ARTIFACT = "mfar/weights.pt"  # where `grasp train mfar` leaves the best field weights (a workspace artifact)
 
 
 def build_mfar(cfg: MFARConfig, skb: SKB, layout: DocumentLayout, encoder: Encoder, index_dir: Path, *,
@@ -26,6 +22,8 @@ def build_mfar(cfg: MFARConfig, skb: SKB, layout: DocumentLayout, encoder: Encod
                        node_vectors=node_vectors, max_names=cfg.max_names, dtype=dtype, progress=progress)
     retriever = MFARRetriever(index, depth=cfg.depth)
     if weights is not None:
+        import torch
+
         retriever.weights.load_state_dict(torch.load(weights, weights_only=True))
         retriever.trained = True
     return retriever

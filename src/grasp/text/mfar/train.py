@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.config import MFARConfig
+from grasp.config import DEFAULT_SEED, MFARConfig
 from grasp.eval.report import evaluate_run
 from grasp.results import Query
 from grasp.storage import atomic_file
@@ -54,7 +54,7 @@ class _LexicalCache:
 
 
 def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries: Sequence[Query], out_dir: Path,
-          config: MFARConfig | None = None, *, seed: int = 13, progress: bool = True) -> dict:
+          config: MFARConfig | None = None, *, seed: int = DEFAULT_SEED, progress: bool = True) -> dict:
     """Train ``retriever.weights`` in place with the ``mfar`` configuration section; returns the training
     log. Resumes from ``out_dir/checkpoint.pt`` if present; the best weights end in ``out_dir/weights.pt``."""
     cfg = config or MFARConfig()
