@@ -8,7 +8,7 @@ import json
 import pytest
 
 from grasp.plan.cache import PlanCache
-from grasp.plan.llm import OpenAIChatClient
+from grasp.plan.llm import ChatClient, OpenAIChatClient
 from grasp.plan.planner import Planner, PlanNotCached
 from grasp.plan.prompt import PromptBuilder
 from tests.fake_llm import FakeChatServer
@@ -233,3 +233,49 @@ def test_parallel_planning_gives_the_serial_plans(toy_skb, tmp_path):
     again = Planner(toy_skb, _QueryEchoClient(4), PlanCache(tmp_path / "b.jsonl"))
     assert all(o.cached for o in again.plan_many(queries, progress=False).values())
     assert again._client.max_in_flight == 0
+
+
+class _ScriptedClient(ChatClient):
+    """The LLM boundary as a script: each query text gets its scripted reply."""
+
+    model_id = "scripted"
+    concurrency = 1
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        self.replies = replies
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+        return self.replies[messages[-1]["content"].split("Query: ")[1].split("\n")[0]]
+
+
+def test_plans_report_judges_plans_by_execution(toy_dir, tmp_path):
+    """Statuses, rejection kinds, gold among the executed candidates and graph-only Hit@1, overall and per
+    template, as the toy's four scripted plans determine them."""
+    from grasp.config import load_config
+    from grasp.plan_report import plans_report, reason_kind, report_markdown
+    from grasp.skb import read_queries
+    from grasp.workspace import Workspace
+
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    self_loop = json.dumps({"anchors": [{"var": "T", "text": "sodium", "label": "gene", "match_mode": "name"}],
+                            "hops": [{"from": "T", "rel": "is_a", "to_var": "T", "to_label": "gene"}],
+                            "target": {"var": "T", "labels": ["gene"], "relevance_text": ""}, "risk_level": "normal"})
+    empty = json.dumps({"anchors": [], "hops": [], "target": {"var": "T", "labels": ["process"], "relevance_text": ""},
+                        "risk_level": "weak"})
+    queries = read_queries(toy_dir / "qa" / "queries.jsonl")
+    script = dict(zip([q.text for q in queries], [GOOD, self_loop, empty, GOOD], strict=True))
+    ws.planner = Planner(ws.skb, _ScriptedClient(script), PlanCache(tmp_path / "p.jsonl"), retries=0,
+                         builder=PromptBuilder(ws.skb))
+    report = plans_report(ws, queries)
+    rows = {r["group"]: r for r in report["rows"]}
+    assert list(rows) == ["all", "gene_text", "gene_chr", "go_def"]
+    assert {k: rows["all"][k] for k in ("n", "usable", "rejected", "empty")} == {"n": 4, "usable": 0.5, "rejected": 0.25,
+                                                                                 "empty": 0.25}
+    # q0 (B3GALT6, chromosome 1) is not on chromosome 2; q3's KCNQ2 is, ranked third behind the sodium genes
+    assert rows["gene_text"]["gold_in_candidates"] == 0.5 and rows["all"]["hit@1"] == 0.0
+    assert rows["gene_text"]["mrr"] == pytest.approx(1 / 6)
+    assert report["reject_reasons"] == {"hop V->V links a variable to itself": 1}
+    assert reason_kind("variable T is 'gene' in one place and 'tag' in hop A1->T") == (
+        "variable V is … in one place and … in hop V->V")
+    assert "| gene_text | 2 | 100.0 |" in report_markdown(report)

@@ -81,6 +81,9 @@ class PlannerConfig(_Section):
         "error", description="kind=cache and a query without a cached plan: fail, or degrade it to no_trade "
         "(Stage 2 then uses the dense branch alone)")
     grammar: bool = Field(True, description="constrain decoding with a JSON schema built from the SKB's schema")
+    format: Literal["flat", "nested"] = Field(
+        "flat", description="the plan the model writes: flat (anchors, hops, target: the shipped plans) or nested (a "
+        "tree rooted at the target, whose grammar cannot express a malformed plan; grasp.plan.nested)")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     max_tokens: int = Field(400, ge=64)
     threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")

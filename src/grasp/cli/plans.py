@@ -39,6 +39,37 @@ def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_
     click.echo(json.dumps(summary, indent=1))
 
 
+@plans.command("report")
+@skb_option
+@stark_option
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--split", default="test", show_default=True, help="Keep only queries of this split.")
+@click.option("--limit", type=click.IntRange(min=1))
+@click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write the report (and per-query rows) as JSON.")
+@click.option("--report-md", type=click.Path(dir_okay=False, path_type=Path), help="Write the table as markdown.")
+@click.pass_context
+def plans_report_cmd(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_json, report_md):
+    """Plans judged by execution: usable / repaired / rejected by reason, gold among the executed candidates,
+    graph-only Hit@1 and MRR, overall and per template. Queries without a cached plan are planned (add
+    --set planner.kind=cache --set planner.on_miss=no_trade to spend no LLM call)."""
+    from grasp.plan_report import plans_report, report_markdown
+    from grasp.storage import write_json
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    queries = ws.queries(queries_file, split=split, limit=limit)
+    if not queries:
+        raise GraspError(f"no queries selected (split={split!r}, limit={limit})")
+    report = plans_report(ws, queries, progress=ctx.obj["progress"])
+    report["split"] = split
+    text = report_markdown(report)
+    if output_json:
+        write_json(output_json, report)
+    if report_md:
+        report_md.parent.mkdir(parents=True, exist_ok=True)
+        report_md.write_text(text)
+    click.echo(text)
+
+
 @plans.command("examples")
 @skb_option
 @stark_option

@@ -42,7 +42,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     examples = load_examples(profile_of(skb))
     if not examples and examples_file.exists():
         examples = read_examples(examples_file)
-    return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples), grammar=cfg.grammar,
+    return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
+                   grammar=cfg.grammar,
                    retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss)
 
 

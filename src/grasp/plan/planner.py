@@ -18,8 +18,9 @@ from grasp.errors import GraspError
 from grasp.plan.cache import PlanCache, plan_key
 from grasp.plan.grammar import plan_json_schema
 from grasp.plan.llm import ChatClient, LLMError
+from grasp.plan.nested import nested_json_schema, nested_to_flat
 from grasp.plan.prompt import PromptBuilder
-from grasp.plan.validate import PlanCheck, check_plan
+from grasp.plan.validate import PlanCheck, PlanRejected, check_plan, parse_plan_text
 from grasp.results import Query
 from grasp.skb.graph import SKB
 
@@ -64,13 +65,24 @@ class Planner:
         self.retries = retries
         self.max_tokens = max_tokens
         self.model_id = model_id or (client.model_id if isinstance(client, ChatClient) else "cache-only")
-        self.json_schema = plan_json_schema(skb.schema, retrieval_mode=self.builder.retrieval_mode)
+        self.nested = self.builder.plan_format == "nested"
+        schema_of = nested_json_schema if self.nested else plan_json_schema
+        self.json_schema = schema_of(skb.schema, retrieval_mode=self.builder.retrieval_mode)
 
     @property
     def client(self) -> ChatClient:
         if self._client is not None and not isinstance(self._client, ChatClient):
             self._client = self._client()
         return self._client  # type: ignore[return-value]
+
+    def check(self, raw: str) -> PlanCheck:
+        """The reply validated (and repaired) as a flat plan; a nested reply is flattened first."""
+        if self.nested:
+            try:
+                return check_plan(nested_to_flat(parse_plan_text(raw)), self.skb.schema)
+            except PlanRejected as e:
+                return _failed(self.skb, str(e))
+        return check_plan(raw, self.skb.schema)
 
     def key(self, query: str) -> str:
         return plan_key(self.model_id, self.builder.hash, query, self.grammar)
@@ -81,7 +93,7 @@ class Planner:
         hit = self.cache.get(self.key(query))
         if hit is None:
             return None
-        check = check_plan(hit["raw"], self.skb.schema) if hit.get("raw") else _failed(self.skb, hit.get("error"))
+        check = self.check(hit["raw"]) if hit.get("raw") else _failed(self.skb, hit.get("error"))
         return PlanOutcome(query, check, hit.get("raw", ""), True, time.perf_counter() - t0, hit.get("attempts", 1),
                            hit.get("error"))
 
@@ -107,7 +119,7 @@ class Planner:
                 error = str(e)
                 check = _failed(self.skb, f"LLM error: {e}")
                 break
-            check = check_plan(raw, self.skb.schema)
+            check = self.check(raw)
             if check.status != "rejected":
                 break
             messages = [*messages, {"role": "assistant", "content": raw},

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from grasp.plan.nested import flat_to_nested
 from grasp.skb.graph import SKB
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -51,7 +52,13 @@ class PromptBuilder:
     """Renders (system, user) messages for one SKB."""
 
     def __init__(self, skb: SKB, *, examples: list[Example] | None = None, guidance: str | None = None,
-                 names_per_type: int = 4, max_examples: int = 12, retrieval_mode: bool | None = None) -> None:
+                 names_per_type: int = 4, max_examples: int = 12, retrieval_mode: bool | None = None,
+                 plan_format: str = "flat") -> None:
+        """``plan_format``: the plan the model writes, "flat" (anchors, hops, target) or "nested" (a tree
+        rooted at the target, :mod:`grasp.plan.nested`); the worked examples are shown in it."""
+        if plan_format not in ("flat", "nested"):
+            raise ValueError(f"plan_format must be 'flat' or 'nested', not {plan_format!r}")
+        self.plan_format = plan_format
         self.skb = skb
         profile = profile_of(skb)
         self.profile = profile
@@ -85,14 +92,16 @@ class PromptBuilder:
             return ""
         parts = [(PROMPTS / "examples_header.md").read_text(encoding="utf-8").strip()]
         for ex in self.examples:
-            parts.append(f"Query: {ex.query}\nPlan: {json.dumps(ex.plan, ensure_ascii=False)}")
+            plan = flat_to_nested(ex.plan) if self.plan_format == "nested" else ex.plan
+            parts.append(f"Query: {ex.query}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
         return "\n\n".join(parts)
 
     def _system(self) -> str:
         blocks = [
             (PROMPTS / "role.md").read_text(encoding="utf-8").strip(),
             self._schema_block().strip(),
-            (PROMPTS / "structure.md").read_text(encoding="utf-8").strip(),
+            (PROMPTS / ("structure_nested.md" if self.plan_format == "nested" else "structure.md"))
+            .read_text(encoding="utf-8").strip(),
             self.guidance.strip(),
             self._examples_block(),
             (PROMPTS / "fusion.md").read_text(encoding="utf-8").strip(),
