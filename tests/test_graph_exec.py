@@ -64,7 +64,10 @@ def random_plan(skb: SKB, rng) -> tuple[Plan, dict[str, Binding]]:
         for depth in range(int(rng.integers(1, 3))):
             rel, lab = neighbours_types(prev_label)[int(rng.integers(0, len(neighbours_types(prev_label))))]
             var = f"V{next(counter)}"
-            hops.append({"from": var, "rel": rel, "to_var": prev_var, "to_label": prev_label})
+            hop = {"from": var, "rel": rel, "to_var": prev_var, "to_label": prev_label}
+            if lab == prev_label and rng.random() < 0.6:  # a same-type relation: often directed
+                hop["dir"] = str(rng.choice(["forward", "backward"]))
+            hops.append(hop)
             prev_var, prev_label = var, lab
             if depth == 0 and rng.random() < 0.2:
                 bind(var, lab)  # an anchor in the middle of a chain
@@ -92,7 +95,7 @@ def test_memory_executor_equals_cypher_on_random_plans(rand_graph):
     mem = MemoryExecutor(skb)
     names = CypherNames(skb.schema)
     rng = np.random.default_rng(0)
-    nonempty = 0
+    nonempty = directed = 0
     for _ in range(60):
         plan, bindings = random_plan(skb, rng)
         ids_m, s_m = mem.execute(plan, bindings)
@@ -102,7 +105,8 @@ def test_memory_executor_equals_cypher_on_random_plans(rand_graph):
         assert np.array_equal(ids_m[om], ids_k[ok]), q.cypher
         assert np.allclose(s_m[om], s_k[ok]), q.cypher
         nonempty += ids_m.size > 0
-    assert nonempty > 20  # the comparison is not vacuous
+        directed += any(h.direction for h in plan.hops)
+    assert nonempty > 20 and directed > 10  # the comparison is not vacuous
 
 
 def test_score_is_sum_of_cosines_max_over_paths(toy_skb, tmp_path):
@@ -194,3 +198,34 @@ def test_local_llm_loads_after_kuzu_is_open(tmp_path):
             "import xllamacpp\nprint('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-500:]
+
+
+def test_directed_hops_follow_the_stored_direction(tmp_path):
+    """p1 is_a p0 is_a p2: from the anchor p0, a backward hop reaches what is a p0 (p1), a forward hop
+    what p0 is (p2), an undirected hop both; on the in-memory engine and on Kùzu alike."""
+    from grasp.graph.backends import KuzuBackend
+
+    schema = Schema(name="dag", node_types={"process": NodeTypeSpec()}, candidate_types=["process"],
+                    relations=[RelationSpec(name="is_a", source="process", target="process")])
+    skb = SKB(schema, np.zeros(3, dtype=np.int16), ["p0", "p1", "p2"], [{}, {}, {}], np.array([1, 0], dtype=np.int32),
+              np.array([0, 0], dtype=np.int16), np.array([0, 2], dtype=np.int32), fingerprint="dag")
+    kz, mem, names = KuzuBackend(skb, tmp_path, buffer_pool_mb=64), MemoryExecutor(skb), CypherNames(schema)
+    bindings = {"A": Binding("A", np.array([0]), np.array([1.0]))}
+    for direction, expected in (("backward", [1]), ("forward", [2]), (None, [1, 2])):
+        # the hop walks from the anchor A to T; "forward": A is the source, A -is_a-> T
+        hop = {"from": "A", "rel": "is_a", "to_var": "T", "to_label": "process", "dir": direction}
+        check = check_plan({"anchors": [{"var": "A", "text": "p0", "label": "process", "match_mode": "name"}],
+                            "hops": [hop], "target": {"var": "T", "labels": ["process"]}}, schema)
+        assert check.status == "valid" and check.plan.hops[0].direction == direction
+        compiled = compile_plan(check.plan, bindings, names)
+        assert ("->" in compiled.cypher or "<-" in compiled.cypher) == (direction is not None)
+        for ids, _ in (mem.execute(check.plan, bindings), kz.run(compiled)):
+            assert sorted(ids.tolist()) == expected, (direction, compiled.cypher)
+
+
+def test_a_direction_the_types_already_fix_is_dropped(toy_skb):
+    hop = {"from": "C", "rel": "on_chromosome", "to_var": "T", "to_label": "gene", "dir": "forward"}
+    check = check_plan({"anchors": [{"var": "C", "text": "chromosome 2", "label": "chromosome", "match_mode": "name"}],
+                        "hops": [hop], "target": {"var": "T", "labels": ["gene"]}}, toy_skb.schema)
+    assert check.status == "repaired" and check.plan.hops[0].direction is None
+    assert "direction 'forward' dropped ('on_chromosome' runs gene -> chromosome)" in check.repairs[0]

@@ -53,6 +53,21 @@ def test_grammar_admits_a_tree_and_refuses_malformed_shapes(toy_skb):
         assert not _admits(g, plan), why
 
 
+def test_directions_are_offered_on_same_type_relations_only(toy_skb):
+    g = nested_json_schema(toy_skb.schema)
+    kinds = {"target": {"label": "process", "via": [
+        {"rel": "is_a", "dir": "forward", "node": _anchored("process", "ion transport")}], "relevance_text": ""},
+        "risk_level": "normal"}
+    assert _admits(g, kinds)
+    flat = nested_to_flat(kinds)  # "kinds of ion transport": T -is_a-> A, so the hop from A runs backward
+    assert flat["hops"][0] | {} == {"from": "A", "rel": "is_a", "to_var": "T", "to_label": "process", "dir": "backward"}
+    assert flat_to_nested(flat)["target"]["via"][0]["dir"] == "forward"
+    sideways = {"target": {"label": "gene", "via": [
+        {"rel": "on_chromosome", "dir": "forward", "node": _anchored("chromosome", "chromosome 2")}], "relevance_text": ""},
+        "risk_level": "normal"}
+    assert not _admits(g, sideways)  # the types say it already
+
+
 def test_flattening_gives_a_valid_tree_around_the_target(toy_skb):
     nested = {"target": {"label": "gene", "via": [
         {"rel": "on_chromosome", "node": _anchored("chromosome", "chromosome 2")},
@@ -86,7 +101,7 @@ def test_worked_examples_survive_the_round_trip(kb):
         before, after = check_plan(ex.plan, schema), check_plan(nested_to_flat(nested), schema)
         assert after.status == "valid", (ex.qid, after.reason)
         shape = lambda c: (sorted((a.text, a.label, a.match_mode) for a in c.plan.anchors),  # noqa: E731
-                           sorted((h.rel, h.to_label) for h in c.plan.hops), c.plan.target.labels,
+                           sorted((h.rel, h.to_label, h.direction or "") for h in c.plan.hops), c.plan.target.labels,
                            c.plan.target.relevance_text, c.plan.risk_level)
         assert shape(after) == shape(before), ex.qid
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from grasp.graph.linking import Binding
 from grasp.graph.tree import VarNode, anchor_vars, plan_tree
-from grasp.plan.model import Plan
+from grasp.plan.model import Plan, reverse
 from grasp.skb.schema import Schema
 
 WRITE_KEYWORDS = ("CREATE", "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "DROP", "LOAD", "CALL", "FOREACH",
@@ -100,8 +100,10 @@ class _Compiler:
             parts.append(f"WHEN ${ki} THEN ${ks}")
         return f"CASE {self.v(n.var)}.id {' '.join(parts)} ELSE 0.0 END"
 
-    def rel(self, name: str) -> str:
-        return f"-[:{self.names.rel[name]}]-"
+    def rel(self, name: str, direction: str | None = None) -> str:
+        """The relation pattern written left to right; ``direction`` "forward": the left node is the source."""
+        pattern = f"[:{self.names.rel[name]}]"
+        return {"forward": f"-{pattern}->", "backward": f"<-{pattern}-"}.get(direction or "", f"-{pattern}-")
 
     # rows (n, s_n): the subtree of n scored at n, starting from its anchors (inward)
     def inward(self, n: VarNode) -> None:
@@ -110,37 +112,38 @@ class _Compiler:
             self.lines.append(f"MATCH {self.node(n)} WHERE {self.anchor_filter(n)}")
             self.lines.append(f"WITH {self.v(n.var)}, {self.case(n)} AS {s}")
             return
-        (rel, first), rest = n.children[0], n.children[1:]
+        (rel, first, direction), rest = n.children[0], n.children[1:]
         self.inward(first)
         where = f" WHERE {self.anchor_filter(n)}" if n.anchor else ""
-        self.lines.append(f"MATCH {self.node(first, False)}{self.rel(rel)}{self.node(n)}{where}")
+        # written child first: the step's direction, seen from the parent, is reversed
+        self.lines.append(f"MATCH {self.node(first, False)}{self.rel(rel, reverse(direction))}{self.node(n)}{where}")
         self.lines.append(f"WITH {self.v(n.var)}, max(s_{self.v(first.var)}) AS {s}")
-        for rel, child in rest:
-            self.outward(n, rel, child)
+        for rel, child, direction in rest:
+            self.outward(n, rel, child, direction)
         if n.anchor:
             self.lines.append(f"WITH {self.v(n.var)}, {s} + {self.case(n)} AS {s}")
 
     # join another branch at n: walk from n into the branch, score it, aggregate back at n
-    def outward(self, n: VarNode, rel: str, child: VarNode) -> None:
+    def outward(self, n: VarNode, rel: str, child: VarNode, direction: str | None) -> None:
         s = f"s_{self.v(n.var)}"
-        self._walk(n, rel, child)
+        self._walk(n, rel, child, direction)
         total = " + ".join(self.case(self._find(child, a)) for a in anchor_vars(child)) or "0.0"
         self.lines.append(f"WITH {self.v(n.var)}, {s}, max({total}) AS b")
         self.lines.append(f"WITH {self.v(n.var)}, {s} + b AS {s}")
 
-    def _walk(self, parent: VarNode, rel: str, n: VarNode) -> None:
+    def _walk(self, parent: VarNode, rel: str, n: VarNode, direction: str | None) -> None:
         where = f" WHERE {self.anchor_filter(n)}" if n.anchor else ""
-        self.lines.append(f"MATCH {self.node(parent, False)}{self.rel(rel)}{self.node(n)}{where}")
-        for r, child in n.children:
-            self._walk(n, r, child)
+        self.lines.append(f"MATCH {self.node(parent, False)}{self.rel(rel, direction)}{self.node(n)}{where}")
+        for r, child, d in n.children:
+            self._walk(n, r, child, d)
 
     @staticmethod
     def _find(n: VarNode, var: str) -> VarNode:
         if n.var == var:
             return n
-        for _, c in n.children:
+        for step in n.children:
             try:
-                return _Compiler._find(c, var)
+                return _Compiler._find(step.node, var)
             except KeyError:
                 pass
         raise KeyError(var)

@@ -43,8 +43,9 @@ class MemoryExecutor(GraphBackend):
             arr[np.isin(self.skb.node_type, [self.skb.type_id(t) for t in labels])] = 0.0
         return arr
 
-    def _propagate(self, child: np.ndarray, relation: str, label: str) -> np.ndarray:
-        """best[w] = max over neighbours u of w (through ``relation``) of child[u]; w of type ``label``."""
+    def _propagate(self, child: np.ndarray, relation: str, label: str, direction: str | None = None) -> np.ndarray:
+        """best[w] = max over neighbours u of w (through ``relation``) of child[u]; w of type ``label``;
+        ``direction`` (seen from w): "forward" keeps only edges stored w -> u, "backward" only u -> w."""
         active = np.flatnonzero(child > NEG)
         out = np.full(self.skb.num_nodes, NEG)
         if active.size == 0:
@@ -55,14 +56,16 @@ class MemoryExecutor(GraphBackend):
         nbr = self.adj.nbr[pos]
         keep = np.isin(self.adj.rel[pos], self.skb.schema.relation_ids(relation))
         keep &= self.skb.node_type[nbr] == self.skb.type_id(label)
+        if direction is not None:  # the entry (u, w) is out when u is the stored source
+            keep &= self.adj.out[pos] == (direction == "backward")
         np.maximum.at(out, nbr[keep], np.repeat(child[active], lengths)[keep])
         return out
 
     def _score(self, node: VarNode, bindings: dict[str, Binding], labels: list[str]) -> np.ndarray:
         arr = self._base(node, bindings, labels)
-        for rel, child in node.children:
+        for rel, child, direction in node.children:
             sub = self._score(child, bindings, [child.label])
-            arr = arr + self._propagate(sub, rel, node.label)
+            arr = arr + self._propagate(sub, rel, node.label, direction)
         return arr
 
     def execute(self, plan: Plan, bindings: dict[str, Binding],

@@ -11,8 +11,18 @@ revisit a node or an edge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from grasp.plan.model import Plan
+from grasp.plan.model import Direction, Plan, reverse
+
+
+class Step(NamedTuple):
+    """An edge of the tree: ``relation`` from the parent to ``node``; ``direction`` "forward" when the
+    parent is the relation's source, "backward" when ``node`` is, None for either."""
+
+    relation: str
+    node: VarNode
+    direction: Direction | None = None
 
 
 @dataclass
@@ -20,7 +30,7 @@ class VarNode:
     var: str
     label: str | None                    # None only for a hop-less target with several labels
     anchor: bool = False
-    children: list[tuple[str, VarNode]] = field(default_factory=list)  # (relation name, child)
+    children: list[Step] = field(default_factory=list)
 
 
 def plan_tree(plan: Plan) -> VarNode:
@@ -32,16 +42,16 @@ def plan_tree(plan: Plan) -> VarNode:
     anchors = {a.var for a in plan.anchors}
     if t not in labels and len(plan.target.labels) == 1:
         labels[t] = plan.target.labels[0]
-    adj: dict[str, list[tuple[str, str]]] = {}
-    for h in plan.hops:
-        adj.setdefault(h.from_var, []).append((h.rel, h.to_var))
-        adj.setdefault(h.to_var, []).append((h.rel, h.from_var))
+    adj: dict[str, list[tuple[str, str, Direction | None]]] = {}
+    for h in plan.hops:  # each entry: (relation, the other end, the direction seen from this end)
+        adj.setdefault(h.from_var, []).append((h.rel, h.to_var, h.direction))
+        adj.setdefault(h.to_var, []).append((h.rel, h.from_var, reverse(h.direction)))
 
     def build(var: str, parent: str | None) -> VarNode:
         node = VarNode(var, labels.get(var), var in anchors)
-        for rel, other in adj.get(var, []):
+        for rel, other, direction in adj.get(var, []):
             if other != parent:
-                node.children.append((rel, build(other, var)))
+                node.children.append(Step(rel, build(other, var), direction))
         return node
 
     return build(t, None)
@@ -49,6 +59,6 @@ def plan_tree(plan: Plan) -> VarNode:
 
 def anchor_vars(node: VarNode) -> list[str]:
     out = [node.var] if node.anchor else []
-    for _, child in node.children:
-        out += anchor_vars(child)
+    for step in node.children:
+        out += anchor_vars(step.node)
     return out

@@ -10,6 +10,13 @@ RISK_LEVELS = ("no_trade", "weak", "normal", "aggressive")
 RETRIEVAL_MODES = ("doc_search", "graph_filter_doc", "graph_expand", "graph_strict", "skip")
 
 RiskLevel = Literal["no_trade", "weak", "normal", "aggressive"]
+Direction = Literal["forward", "backward"]
+DIRECTIONS = ("forward", "backward")
+
+
+def reverse(direction: Direction | None) -> Direction | None:
+    """The same edge seen from its other end."""
+    return {"forward": "backward", "backward": "forward"}.get(direction) if direction else None  # type: ignore[return-value]
 RetrievalMode = Literal["doc_search", "graph_filter_doc", "graph_expand", "graph_strict", "skip"]
 
 
@@ -25,7 +32,10 @@ class Anchor(BaseModel):
 
 
 class Hop(BaseModel):
-    """An undirected walk over relation ``rel`` from variable ``from`` to ``to_var`` (of type ``to_label``)."""
+    """A walk over relation ``rel`` from variable ``from`` to ``to_var`` (of type ``to_label``). Relations are
+    undirected unless ``dir`` says which way the stored edge runs: ``forward`` when ``from`` is the relation's
+    source ("packages that T depends on" walks T -depends-> X forward from T), ``backward`` when ``to_var`` is.
+    It matters only for relations whose two ends have the same type (depends, is_a, part_of, ...)."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -33,9 +43,13 @@ class Hop(BaseModel):
     rel: str
     to_var: str = Field(min_length=1)
     to_label: str
+    direction: Direction | None = Field(None, alias="dir")
 
     def dump(self) -> dict:
-        return {"from": self.from_var, "rel": self.rel, "to_var": self.to_var, "to_label": self.to_label}
+        out = {"from": self.from_var, "rel": self.rel, "to_var": self.to_var, "to_label": self.to_label}
+        if self.direction is not None:
+            out["dir"] = self.direction
+        return out
 
 
 class Target(BaseModel):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from grasp.plan.model import RETRIEVAL_MODES, RISK_LEVELS
+from grasp.plan.model import DIRECTIONS, RETRIEVAL_MODES, RISK_LEVELS, reverse
 from grasp.plan.validate import PlanRejected
 from grasp.skb.schema import Schema
 
@@ -55,11 +55,17 @@ def nested_json_schema(schema: Schema, *, retrieval_mode: bool = False) -> dict:
         "additionalProperties": False,
     }
 
+    same_type = {r.name for r in schema.relations if r.source == r.target}
+
+    def edge(rel: str, here: str, there: str) -> dict:
+        props: dict[str, Any] = {"rel": {"const": rel}}
+        if here == there and rel in same_type:  # which way the stored edge runs, seen from the node above
+            props["dir"] = {"enum": list(DIRECTIONS)}
+        props["node"] = {"$ref": f"#/$defs/{there}"}
+        return {"type": "object", "properties": props, "required": ["rel", "node"], "additionalProperties": False}
+
     def via(label: str) -> dict:
-        edges = [{"type": "object",
-                  "properties": {"rel": {"const": rel}, "node": {"$ref": f"#/$defs/{there}"}},
-                  "required": ["rel", "node"], "additionalProperties": False}
-                 for rel, there in _neighbours(schema, label)]
+        edges = [edge(rel, label, there) for rel, there in _neighbours(schema, label)]
         return {"type": "array", "items": {"anyOf": edges}, "minItems": 1, "maxItems": MAX_VIA}
 
     defs: dict[str, Any] = {}
@@ -138,7 +144,10 @@ def nested_to_flat(obj: dict[str, Any]) -> dict[str, Any]:
                 out["anchors"].append({"var": child_var, "text": anchor["text"], "label": child_label,
                                        "match_mode": anchor.get("match_mode", "name")})
             walk(child, child_var, child_label, depth + 1)
-            out["hops"].append({"from": child_var, "rel": edge["rel"], "to_var": var, "to_label": node_label})
+            hop = {"from": child_var, "rel": edge["rel"], "to_var": var, "to_label": node_label}
+            if edge.get("dir") is not None:  # seen from the node above; the hop starts below
+                hop["dir"] = reverse(edge["dir"]) if edge["dir"] in DIRECTIONS else edge["dir"]
+            out["hops"].append(hop)
 
     if not target.get("via"):
         raise PlanRejected("the target has neither via edges nor a text")
@@ -161,17 +170,18 @@ def flat_to_nested(plan: dict[str, Any]) -> dict[str, Any]:
     if t in anchors and not plan.get("hops"):
         head.update({"text": anchors[t]["text"], "relevance_text": target.get("relevance_text", "")})
         return out
-    edges: dict[str, list[tuple[str, str]]] = {}
-    for h in plan.get("hops", []):
-        edges.setdefault(h["from"], []).append((h["rel"], h["to_var"]))
-        edges.setdefault(h["to_var"], []).append((h["rel"], h["from"]))
+    edges: dict[str, list[tuple[str, str, str | None]]] = {}
+    for h in plan.get("hops", []):  # (relation, the other end, the direction seen from this end)
+        edges.setdefault(h["from"], []).append((h["rel"], h["to_var"], h.get("dir")))
+        edges.setdefault(h["to_var"], []).append((h["rel"], h["from"], reverse(h.get("dir"))))
 
     def node(var: str, parent: str | None) -> dict[str, Any]:
         n: dict[str, Any] = {"label": labels[var]}
         if var in anchors and var != t:
             a = anchors[var]
             n["anchor"] = {"text": a["text"], "match_mode": a.get("match_mode", "name")}
-        via = [{"rel": rel, "node": node(other, var)} for rel, other in edges.get(var, []) if other != parent]
+        via = [{"rel": rel, **({"dir": d} if d else {}), "node": node(other, var)}
+               for rel, other, d in edges.get(var, []) if other != parent]
         if via:
             n["via"] = via
         return n

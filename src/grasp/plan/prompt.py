@@ -48,6 +48,12 @@ def load_examples(profile: str) -> list[Example]:
     return [Example(str(r["qid"]), r["query"], r["plan"]) for r in rows]
 
 
+def _undirected(plan: dict) -> dict:
+    """A worked example as the flat format shows it: without hop directions (its prompt, and so the
+    shipped flat plans' cache keys, predate them)."""
+    return {**plan, "hops": [{k: v for k, v in h.items() if k != "dir"} for h in plan.get("hops", [])]}
+
+
 class PromptBuilder:
     """Renders (system, user) messages for one SKB."""
 
@@ -79,7 +85,8 @@ class PromptBuilder:
             picks = ids[:: max(1, len(ids) // self.names_per_type)][: self.names_per_type] if len(ids) else []
             names = ", ".join(json.dumps(skb.names[i], ensure_ascii=False) for i in picks)
             lines.append(f"- {t} ({len(ids):,} nodes), e.g. {names}")
-        rels = [f"- {r.source} -[{r.name}]- {r.target}" + (f": {r.description}" if r.description else "")
+        arrow = "->" if self.plan_format == "nested" else "-"  # the nested format can say which way an edge runs
+        rels = [f"- {r.source} -[{r.name}]{arrow} {r.target}" + (f": {r.description}" if r.description else "")
                 for r in skb.schema.relations]
         return _template("schema.md").substitute(
             kb_name=skb.schema.name, kb_description=skb.schema.description or "",
@@ -92,7 +99,7 @@ class PromptBuilder:
             return ""
         parts = [(PROMPTS / "examples_header.md").read_text(encoding="utf-8").strip()]
         for ex in self.examples:
-            plan = flat_to_nested(ex.plan) if self.plan_format == "nested" else ex.plan
+            plan = flat_to_nested(ex.plan) if self.plan_format == "nested" else _undirected(ex.plan)
             parts.append(f"Query: {ex.query}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
         return "\n\n".join(parts)
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from grasp.errors import first_error
-from grasp.plan.model import RETRIEVAL_MODES, RISK_LEVELS, Hop, Plan
+from grasp.plan.model import DIRECTIONS, RETRIEVAL_MODES, RISK_LEVELS, Hop, Plan, reverse
 from grasp.skb.schema import Schema
 
 
@@ -95,6 +95,10 @@ def _coerce(raw: dict[str, Any] | Plan | str, repairs: list[str]) -> Plan:
     elif risk is not None:
         repairs.append(f"unknown risk_level {risk!r} set to 'normal'")
         raw["risk_level"] = "normal"
+    for h in raw.get("hops") or []:
+        if isinstance(h, dict) and h.get("dir") not in (None, *DIRECTIONS):
+            repairs.append(f"unknown hop direction {h.get('dir')!r} dropped (the hop is undirected)")
+            h["dir"] = None
     for a in raw.get("anchors") or []:
         if isinstance(a, dict) and a.get("match_mode") not in (None, "name", "doc"):
             repairs.append(f"unknown match_mode {a.get('match_mode')!r} set to 'name'")
@@ -138,7 +142,7 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
             raise PlanRejected(f"hop {h.from_var}->{h.to_var}: unknown label {h.to_label!r}")
         if (rel, to_label) != (h.rel, h.to_label):
             repairs.append(f"hop {h.from_var}->{h.to_var}: names normalised to {rel!r}/{to_label!r}")
-        hops.append(Hop(**{"from": h.from_var, "rel": rel, "to_var": h.to_var, "to_label": to_label}))
+        hops.append(Hop(**{"from": h.from_var, "rel": rel, "to_var": h.to_var, "to_label": to_label, "dir": h.direction}))
 
     anchors, hops = _split_anchor_from_target(anchors, hops, plan.target.labels, target_var, schema, repairs)
     for h in hops:
@@ -148,7 +152,8 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
     # duplicate hops
     seen, unique = set(), []
     for h in hops:
-        key = (frozenset((h.from_var, h.to_var)), h.rel)
+        key = (frozenset((h.from_var, h.to_var)), h.rel,
+               h.direction if h.from_var <= h.to_var else reverse(h.direction))
         if key in seen:
             repairs.append(f"duplicate hop {h.from_var}-{h.rel}-{h.to_var} dropped")
             continue
@@ -171,7 +176,7 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
         assign(a.var, a.label, f"anchor {a.var}")
     fixed_hops = []
     for h in _order_hops(hops, var_label, schema, repairs):
-        h = _fit_hop(h, var_label, schema, repairs, target_var)
+        h = _directed(_fit_hop(h, var_label, schema, repairs, target_var), var_label, schema, repairs)
         assign(h.to_var, h.to_label, f"hop {h.from_var}->{h.to_var}")
         fixed_hops.append(h)
     hops = fixed_hops
@@ -292,7 +297,8 @@ def _order_hops(hops: list[Hop], var_label: dict[str, str], schema: Schema, repa
                         if r.name == h.rel and here in (r.source, r.target)}
                 if len(ends) != 1:
                     raise PlanRejected(f"hop {h.from_var}->{h.to_var} starts from an undefined variable {h.from_var}")
-                flipped = Hop(**{"from": h.to_var, "rel": h.rel, "to_var": h.from_var, "to_label": ends.pop()})
+                flipped = Hop(**{"from": h.to_var, "rel": h.rel, "to_var": h.from_var, "to_label": ends.pop(),
+                                 "dir": reverse(h.direction)})
                 repairs.append(f"hop {h.from_var}->{h.to_var} turned round (its start {h.from_var} had no type)")
                 out.append(flipped)
                 known[flipped.to_var] = flipped.to_label
@@ -324,3 +330,20 @@ def _fit_hop(h: Hop, var_label: dict[str, str], schema: Schema, repairs: list[st
         repairs.append(f"hop {h.from_var}->{h.to_var}: relation {h.rel!r} -> {new!r} (the only one linking {src!r} and {h.to_label!r})")
         return h.model_copy(update={"rel": new})
     raise PlanRejected(f"hop {h.from_var}->{h.to_var}: relation {h.rel!r} does not link {src!r} and {h.to_label!r}")
+
+
+def _directed(h: Hop, var_label: dict[str, str], schema: Schema, repairs: list[str]) -> Hop:
+    """A direction is kept on relations whose two ends have the same type; elsewhere the types already
+    say which way the edge runs, and the direction is dropped (recorded when it contradicts them)."""
+    if h.direction is None:
+        return h
+    src = var_label[h.from_var]
+    i = schema.find_relation(h.rel, src, h.to_label)
+    rel = schema.relations[i] if i is not None else None
+    if rel is None or rel.source == rel.target:
+        return h
+    implied = "forward" if rel.source == src else "backward"
+    if h.direction != implied:
+        repairs.append(f"hop {h.from_var}->{h.to_var}: direction {h.direction!r} dropped ({h.rel!r} runs "
+                       f"{rel.source} -> {rel.target})")
+    return h.model_copy(update={"direction": None})

@@ -14,27 +14,30 @@ from grasp.skb.schema import Schema
 @dataclass(frozen=True)
 class Adjacency:
     """Undirected compressed adjacency: the neighbours of node ``u`` are
-    ``nbr[indptr[u]:indptr[u+1]]`` reached through relations ``rel[...]`` (schema relation ids).
-    Each (u, v, relation) appears once per direction, whatever direction it was stored in."""
+    ``nbr[indptr[u]:indptr[u+1]]`` reached through relations ``rel[...]`` (schema relation ids);
+    ``out[...]`` says whether the edge was stored from ``u`` (u is the relation's source). Each stored
+    edge appears once from each end; an edge stored both ways appears twice from each end."""
 
     indptr: np.ndarray
     nbr: np.ndarray
     rel: np.ndarray
+    out: np.ndarray
 
     @classmethod
     def build(cls, n: int, src: np.ndarray, rel: np.ndarray, dst: np.ndarray) -> Adjacency:
         u = np.concatenate([src, dst]).astype(np.int64)
         v = np.concatenate([dst, src]).astype(np.int64)
         r = np.concatenate([rel, rel]).astype(np.int64)
+        out = np.concatenate([np.ones(len(src), dtype=bool), np.zeros(len(dst), dtype=bool)])
         if u.size:
             n_rel = int(r.max()) + 1
-            key = (u * n + v) * n_rel + r
-            key, first = np.unique(key, return_index=True)  # sorted by (u, v, r); drops duplicates
-            u, v, r = u[first], v[first], r[first]
+            key = ((u * n + v) * n_rel + r) * 2 + out
+            key, first = np.unique(key, return_index=True)  # sorted by (u, v, r, out); drops duplicates
+            u, v, r, out = u[first], v[first], r[first], out[first]
         counts = np.bincount(u, minlength=n)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        return cls(indptr, v.astype(np.int32), r.astype(np.int16))
+        return cls(indptr, v.astype(np.int32), r.astype(np.int16), out)
 
     def neighbors(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = self.indptr[node], self.indptr[node + 1]
