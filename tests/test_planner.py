@@ -198,7 +198,7 @@ class _QueryEchoClient:
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
 
-    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
         import time
 
         with self._lock:
@@ -244,7 +244,7 @@ class _ScriptedClient(ChatClient):
     def __init__(self, replies: dict[str, str]) -> None:
         self.replies = replies
 
-    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
         return self.replies[messages[-1]["content"].split("Query: ")[1].split("\n")[0]]
 
 
@@ -279,3 +279,55 @@ def test_plans_report_judges_plans_by_execution(toy_dir, tmp_path):
     assert reason_kind("variable T is 'gene' in one place and 'tag' in hop A1->T") == (
         "variable V is … in one place and … in hop V->V")
     assert "| gene_text | 2 | 100.0 |" in report_markdown(report)
+
+
+class _SeededClient(ChatClient):
+    """The LLM boundary for sampled plans: the reply depends on the seed (None: the greedy plan)."""
+
+    model_id = "seeded"
+    concurrency = 2
+
+    def __init__(self, replies: dict) -> None:
+        self.replies, self.calls = replies, []
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
+        self.calls.append((temperature, seed))
+        return self.replies[seed]
+
+
+def _plan(anchor: str, label: str, rel: str, risk: str = "normal") -> str:
+    return json.dumps({"anchors": [{"var": "A", "text": anchor, "label": label, "match_mode": "name"}],
+                       "hops": [{"from": "A", "rel": rel, "to_var": "T", "to_label": "gene"}],
+                       "target": {"var": "T", "labels": ["gene"], "relevance_text": ""}, "risk_level": risk})
+
+
+@pytest.mark.parametrize("second, agreement, risk, top", [
+    # the sampled plan reaches the two sodium genes the greedy plan also reaches: they rise, the risk stays
+    (("sodium ion transport", "process", "involved_in"), 2 / 3, "normal", {1, 8}),
+    # it reaches another gene entirely: the plans disagree, the risk level drops a step
+    (("glycosaminoglycan biosynthesis", "process", "involved_in"), 0.0, "weak", None),
+])
+def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, second, agreement, risk, top):
+    from grasp.config import load_config
+    from grasp.workspace import Workspace
+
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
+                             "graph.rescore=false"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    client = _SeededClient({None: _plan("chromosome 2", "chromosome", "on_chromosome"), 14: _plan(*second),
+                            15: "not a plan"})
+    ws.planner = Planner(ws.skb, client, PlanCache(tmp_path / "p.jsonl"), retries=0, builder=PromptBuilder(ws.skb),
+                         samples=3, temperature=0.7, seed=13)
+    from grasp.results import Query
+
+    q = Query("1", "sodium channel genes on chromosome 2", [1, 8])
+    ranking = ws.retriever("graph").batch_search([q])["1"]
+    assert sorted(client.calls) == [(0.0, None), (0.7, 14), (0.7, 15)]  # one greedy call, two sampled
+    t = ranking.trace
+    assert [s["status"] for s in t.samples] == ["valid", "valid", "rejected"]
+    assert t.agreement == pytest.approx(agreement, abs=1e-4) and t.risk_level == risk
+    assert t.plan["anchors"][0]["text"] == "chromosome 2"  # the greedy plan is shown on a tie
+    if top is not None:
+        assert set(ranking.node_ids[:2].tolist()) == top and t.n_cand == 3
+    again = ws.retriever("graph").batch_search([q])["1"]  # every sample is cached: no new call
+    assert len(client.calls) == 3 and again.node_ids.tolist() == ranking.node_ids.tolist()

@@ -85,6 +85,10 @@ class PlannerConfig(_Section):
         "flat", description="the plan the model writes: flat (anchors, hops, target: the shipped plans) or nested (a "
         "tree rooted at the target, whose grammar cannot express a malformed plan; grasp.plan.nested)")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
+    samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "
+                         "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "
+                         "and lowers the risk level when they disagree")
+    temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of the extra plans")
     max_tokens: int = Field(400, ge=64)
     threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")
     slots: int = Field(2, ge=1, le=16, description="sequences the local model decodes at once (llama.cpp parallel "

@@ -38,9 +38,10 @@ def plans_report(ws: Workspace, queries: Sequence[Query], *, progress: bool = Fa
         ranking = graph.search_query(q, None, outcome)  # every executed candidate
         scores = score_query(ranking.node_ids, np.asarray(q.answer_ids, dtype=np.int64), ("hit@1", "mrr"),
                              candidate_mask=mask)
-        status = outcome.check.status
+        trace = ranking.trace  # the plan Stage 1 used (with planner.samples > 1, the best corroborated one)
+        status = trace.plan_status
         per_query.append({"qid": q.qid, "template": q.template, "status": status,
-                          "reason": reason_kind(outcome.check.reason) if status == "rejected" else None,
+                          "reason": reason_kind(trace.plan_reason) if status == "rejected" else None,
                           "gold_in_candidates": bool(set(ranking.node_ids.tolist()) & set(q.answer_ids)),
                           "n_cand": len(ranking), **scores})
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -51,7 +52,7 @@ def plans_report(ws: Workspace, queries: Sequence[Query], *, progress: bool = Fa
     rows = [{"group": name, **_summary(items)} for name, items in groups.items()]
     reasons = Counter(r["reason"] for r in per_query if r["reason"])
     return {"skb": ws.skb.name, "planner": ws.planner.model_id, "format": ws.config.planner.format,
-            "grammar": ws.planner.grammar, "rows": rows, "reject_reasons": dict(reasons.most_common()),
+            "grammar": ws.planner.grammar, "samples": ws.planner.samples, "rows": rows, "reject_reasons": dict(reasons.most_common()),
             "per_query": per_query}
 
 
@@ -67,7 +68,8 @@ def _summary(items: list[dict]) -> dict:
 def report_markdown(report: dict) -> str:
     head = "| template | " + " | ".join(COLUMNS) + " |"
     lines = [f"Plans on {report['skb']} ({report['planner']}, {report['format']} format, grammar "
-             f"{'on' if report['grammar'] else 'off'}); shares and metrics in %", "", head,
+             f"{'on' if report['grammar'] else 'off'}, {report['samples']} plan(s) per query); shares and metrics in %",
+             "", head,
              "|---|" + "---:|" * len(COLUMNS)]
     for row in report["rows"]:
         cells = [str(row["n"])] + [f"{100 * row[c]:.1f}" for c in COLUMNS[1:]]

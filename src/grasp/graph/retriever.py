@@ -20,6 +20,7 @@ from grasp.encode.node_vectors import NodeVectors
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.engine import GraphBackend
 from grasp.graph.linking import AnchorLinker
+from grasp.plan.model import RISK_LEVELS
 from grasp.plan.planner import Planner, PlanOutcome
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
@@ -42,6 +43,20 @@ class GraphTrace(StageTrace):
     cypher: str | None = None
     cypher_params: dict[str, Any] | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)  # plan, link, execute, rescore
+    agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
+    samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
+
+
+@dataclass
+class _Execution:
+    ids: np.ndarray
+    scores: np.ndarray
+    bindings: dict
+    compiled: Any
+    timings: dict[str, float]
+
+
+AGREEMENT = 0.5  # below this mean Jaccard of the sampled plans' top 10, the risk level drops one step
 
 
 class GraphRetriever(Retriever):
@@ -76,37 +91,83 @@ class GraphRetriever(Retriever):
             out[sel] = np.asarray(matrix[rows], dtype=np.float32) @ q
         return out
 
-    def search_query(self, query: Query, k: int = 100, outcome: PlanOutcome | None = None) -> Ranking:
+    def _execute(self, plan) -> _Execution:
+        """Link, execute and rescore one usable plan."""
+        t0 = time.perf_counter()
+        bindings = self.linker.link(plan.anchors)
+        t1 = time.perf_counter()
+        compiled = compile_plan(plan, bindings, self.names)
+        ids, scores = self.engine.execute(plan, bindings, compiled)
+        t2 = time.perf_counter()
+        text = plan.target.relevance_text
+        if self.rescore and text and ids.size:
+            scores = scores + self._relevance(text, ids)
+        t3 = time.perf_counter()
+        timings = {"link": round(1000 * (t1 - t0), 2), "execute": round(1000 * (t2 - t1), 2),
+                   "rescore": round(1000 * (t3 - t2), 2)}
+        return _Execution(ids, np.asarray(scores, dtype=np.float64), bindings, compiled, timings)
+
+    def search_query(self, query: Query, k: int | None = 100, outcome: PlanOutcome | None = None) -> Ranking:
         """Stage 1 for one query; ``outcome``: its plan when already made (``batch_search`` plans a whole
-        batch at once, keeping the LLM's parallel slots full)."""
+        batch at once, keeping the LLM's parallel slots full). With ``planner.samples`` > 1 every sampled
+        plan is executed too and their candidates are fused (:meth:`_agree`)."""
         t0 = time.perf_counter()
         planned_before = outcome is not None
         if outcome is None:
             outcome = self.planner.plan(query.text)
+        outcomes = [outcome, *(self.planner.plan(query.text, i) for i in range(1, self.planner.samples))]
         t1 = time.perf_counter()
         plan_ms = round(1000 * (outcome.seconds if planned_before else t1 - t0), 2)  # the LLM's time when it ran
-        plan = outcome.check.plan
-        trace = GraphTrace(plan=plan.dump(), plan_status=outcome.check.status, repairs=outcome.check.repairs,
-                           plan_reason=outcome.check.reason, plan_cached=outcome.cached, risk_level=plan.risk_level,
-                           retrieval_mode=plan.retrieval_mode, engine=self.engine.name, timings_ms={"plan": plan_ms})
-        if not outcome.check.usable:
+        runs = [self._execute(o.check.plan) if o.check.usable else None for o in outcomes]
+        if len(outcomes) == 1:
+            chosen, agreement, risk = 0, None, None
+            ids, scores = (runs[0].ids, runs[0].scores) if runs[0] is not None else (None, None)
+        else:
+            chosen, ids, scores, agreement, risk = self._agree(outcomes, runs)
+        pick = outcomes[chosen]
+        plan = pick.check.plan
+        trace = GraphTrace(plan=plan.dump(), plan_status=pick.check.status, repairs=pick.check.repairs,
+                           plan_reason=pick.check.reason, plan_cached=outcome.cached,
+                           risk_level=risk or plan.risk_level, retrieval_mode=plan.retrieval_mode,
+                           engine=self.engine.name, timings_ms={"plan": plan_ms}, agreement=agreement)
+        if len(outcomes) > 1:
+            trace.samples = [{"status": o.check.status, "reason": o.check.reason,
+                              "n_cand": int(r.ids.size) if r is not None else 0, "plan": o.check.plan.dump()}
+                             for o, r in zip(outcomes, runs, strict=True)]
+        run = runs[chosen]
+        if run is None or ids is None:
             return Ranking(query.qid, [], [], stage=self.name, trace=trace)
-        bindings = self.linker.link(plan.anchors)
-        t2 = time.perf_counter()
-        compiled = compile_plan(plan, bindings, self.names)
-        ids, scores = self.engine.execute(plan, bindings, compiled)
-        t3 = time.perf_counter()
-        text = plan.target.relevance_text
-        if self.rescore and text and ids.size:
-            scores = scores + self._relevance(text, ids)
-        t4 = time.perf_counter()
         trace.n_cand = int(ids.size)
-        trace.bindings = [b.to_json(self.skb.names) for b in bindings.values()]
-        trace.cypher = compiled.cypher if compiled else None
-        trace.cypher_params = compiled.params if compiled else None
-        trace.timings_ms.update({"link": round(1000 * (t2 - t1), 2), "execute": round(1000 * (t3 - t2), 2),
-                                 "rescore": round(1000 * (t4 - t3), 2)})
+        trace.bindings = [b.to_json(self.skb.names) for b in run.bindings.values()]
+        trace.cypher = run.compiled.cypher if run.compiled else None
+        trace.cypher_params = run.compiled.params if run.compiled else None
+        for r in runs:  # every executed plan's steps, summed
+            for step, ms in (r.timings.items() if r is not None else ()):
+                trace.timings_ms[step] = round(trace.timings_ms.get(step, 0.0) + ms, 2)
         return Ranking.from_scores(query.qid, ids, scores, stage=self.name, k=k, trace=trace)
+
+    def _agree(self, outcomes: list[PlanOutcome], runs: list[_Execution | None]):
+        """Execution-guided planning over K plans: each candidate scores the mean of its scores under the K plans
+        (0 where a plan misses it, so what several plans reach rises); the plan shown is the usable one whose
+        top 10 the others corroborate most (the greedy plan on ties); agreement is the mean pairwise Jaccard of
+        the usable plans' top 10 (0 with fewer than two), and below AGREEMENT the risk level drops one step,
+        so that Stage 2 leans on the dense branch. Returns (chosen, ids, scores, agreement, risk)."""
+        usable = [i for i, r in enumerate(runs) if r is not None]
+        if not usable:
+            return 0, None, None, 0.0, None
+        tops = {i: set(runs[i].ids[np.lexsort((runs[i].ids, -runs[i].scores))][:10].tolist()) for i in usable}
+        jac = {(i, j): len(tops[i] & tops[j]) / max(len(tops[i] | tops[j]), 1) for i in usable for j in usable if i != j}
+        support = {i: np.mean([jac[i, j] for j in usable if j != i]) if len(usable) > 1 else 0.0 for i in usable}
+        chosen = max(usable, key=lambda i: (support[i], -i))
+        agreement = float(np.mean(list(jac.values()))) if jac else 0.0
+        ids = np.unique(np.concatenate([runs[i].ids for i in usable]))
+        total = np.zeros(ids.size)
+        for i in usable:
+            total[np.searchsorted(ids, runs[i].ids)] += runs[i].scores
+        risk = outcomes[chosen].check.plan.risk_level
+        if agreement < AGREEMENT:
+            risk = RISK_LEVELS[max(RISK_LEVELS.index(risk) - 1, 0)]
+        return chosen, ids, total / len(outcomes), round(agreement, 4), risk
 
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
         run = Run(self.name)

@@ -44,7 +44,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
         examples = read_examples(examples_file)
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
                    grammar=cfg.grammar,
-                   retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss)
+                   retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
+                   samples=cfg.samples, temperature=cfg.temperature, seed=seed)
 
 
 def degrade_missing_planner(config: GraspConfig) -> str | None:

@@ -28,8 +28,10 @@ class ChatClient(ABC):
     concurrency: int = 1  # requests worth sending at once (the planner keeps this many in flight)
 
     @abstractmethod
-    def chat(self, messages: list[dict[str, str]], *, json_schema: dict | None = None, max_tokens: int = 512) -> str:
-        """The assistant's reply text (temperature 0, fixed seed: deterministic where the backend is)."""
+    def chat(self, messages: list[dict[str, str]], *, json_schema: dict | None = None, max_tokens: int = 512,
+             temperature: float = 0.0, seed: int | None = None) -> str:
+        """The assistant's reply text. Temperature 0 with the client's seed by default (deterministic where the
+        backend is); a sampled plan passes a temperature and a seed of its own."""
 
 
 class OpenAIChatClient(ChatClient):
@@ -47,11 +49,11 @@ class OpenAIChatClient(ChatClient):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
-    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
         import httpx
 
-        body: dict = {"model": self.model, "messages": messages, "temperature": 0, "seed": self.seed,
-                      "max_tokens": max_tokens}
+        body: dict = {"model": self.model, "messages": messages, "temperature": temperature,
+                      "seed": self.seed if seed is None else seed, "max_tokens": max_tokens}
         if json_schema is not None and self.structured:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "plan", "schema": json_schema, "strict": True}}
@@ -118,8 +120,9 @@ class LocalGGUFClient(ChatClient):
         self.seed = seed
         self.model_id = model_id or f"gguf:{model_path.name}"
 
-    def chat(self, messages, *, json_schema=None, max_tokens=512) -> str:
-        req: dict = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": self.seed}
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
+        req: dict = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature,
+                     "seed": self.seed if seed is None else seed}
         if json_schema is not None:
             # llguidance grammar: the schema, decoded as compact one-line JSON (fewer tokens than pretty JSON)
             compact = {**json_schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ",

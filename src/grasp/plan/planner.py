@@ -50,13 +50,17 @@ class PlanOutcome:
 class Planner:
     def __init__(self, skb: SKB, client: ChatClient | Callable[[], ChatClient] | None, cache: PlanCache, *,
                  builder: PromptBuilder | None = None, grammar: bool = True, retries: int = 1, max_tokens: int = 400,
-                 model_id: str | None = None, on_miss: str = "error") -> None:
+                 model_id: str | None = None, on_miss: str = "error", samples: int = 1, temperature: float = 0.7,
+                 seed: int = 13) -> None:
         """``client`` may be a factory: it is called on the first cache miss only, so replaying
         cached plans never loads a model. Without a client, a query with no cached plan raises
         :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``)."""
         if on_miss not in ("error", "no_trade"):
             raise ValueError(f"on_miss must be 'error' or 'no_trade', not {on_miss!r}")
+        if samples < 1:
+            raise ValueError(f"samples must be at least 1, not {samples}")
         self.on_miss = on_miss
+        self.samples, self.temperature, self.seed = samples, temperature, seed  # execution-guided planning
         self.skb = skb
         self._client = client
         self.cache = cache
@@ -84,24 +88,26 @@ class Planner:
                 return _failed(self.skb, str(e))
         return check_plan(raw, self.skb.schema)
 
-    def key(self, query: str) -> str:
-        return plan_key(self.model_id, self.builder.hash, query, self.grammar)
+    def key(self, query: str, sample: int = 0) -> str:
+        return plan_key(self.model_id, self.builder.hash, query, self.grammar, sample)
 
-    def cached(self, query: str) -> PlanOutcome | None:
+    def cached(self, query: str, sample: int = 0) -> PlanOutcome | None:
         """The cached outcome for this query (``seconds``: the lookup's own time), or None."""
         t0 = time.perf_counter()
-        hit = self.cache.get(self.key(query))
+        hit = self.cache.get(self.key(query, sample))
         if hit is None:
             return None
         check = self.check(hit["raw"]) if hit.get("raw") else _failed(self.skb, hit.get("error"))
         return PlanOutcome(query, check, hit.get("raw", ""), True, time.perf_counter() - t0, hit.get("attempts", 1),
                            hit.get("error"))
 
-    def plan(self, query: str) -> PlanOutcome:
-        hit = self.cached(query)
+    def plan(self, query: str, sample: int = 0) -> PlanOutcome:
+        """The query's plan: ``sample`` 0 is the greedy one (temperature 0); sample i > 0 one more plan drawn
+        at ``temperature`` with seed ``seed + i`` (execution-guided planning). Each is cached on its own."""
+        hit = self.cached(query, sample)
         if hit is not None:
             return hit
-        key = self.key(query)
+        key = self.key(query, sample)
         if self._client is None and self.on_miss == "no_trade":
             return PlanOutcome(query, _failed(self.skb, "no cached plan"), "", False, 0.0, 0, "not planned")
         if self._client is None:
@@ -114,7 +120,8 @@ class Planner:
         schema = self.json_schema if self.grammar else None
         for attempts in range(1, self.retries + 2):  # noqa: B007 - the count is reported
             try:
-                raw = self.client.chat(messages, json_schema=schema, max_tokens=self.max_tokens)
+                sampling = {"temperature": self.temperature, "seed": self.seed + sample} if sample else {}
+                raw = self.client.chat(messages, json_schema=schema, max_tokens=self.max_tokens, **sampling)
             except LLMError as e:
                 error = str(e)
                 check = _failed(self.skb, f"LLM error: {e}")
@@ -128,33 +135,33 @@ class Planner:
         seconds = time.perf_counter() - t0
         self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.builder.hash, "query": query,
                         "grammar": self.grammar, "raw": raw if error is None else "", "attempts": attempts,
-                        "error": error, "seconds": round(seconds, 3)})
+                        "error": error, "seconds": round(seconds, 3), **({"sample": sample} if sample else {})})
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
+
+    def plan_samples(self, query: str) -> list[PlanOutcome]:
+        """The greedy plan and the ``samples - 1`` sampled ones."""
+        return [self.plan(query, i) for i in range(self.samples)]
 
     def plan_many(self, queries: Sequence[Query], *, workers: int | None = None,
                   progress: bool = True) -> dict[str, PlanOutcome]:
-        """Plan every query, ``workers`` at a time (default: as many as the LLM client serves at once, e.g.
-        the local model's slots); cached plans cost nothing and load no model. Resumable, since each
-        result is cached as soon as it exists."""
-        out: dict[str, PlanOutcome] = {}
-        todo = []
-        for q in queries:
-            if (hit := self.cached(q.text)) is not None:
-                out[q.qid] = hit
-            else:
-                todo.append(q)
+        """Plan every query (each of its ``samples`` plans), ``workers`` at a time (default: as many as the LLM
+        client serves at once, e.g. the local model's slots); cached plans cost nothing and load no model.
+        Resumable, since each result is cached as soon as it exists. Returns the greedy plans."""
+        todo = [(q, i) for q in queries for i in range(self.samples) if self.cached(q.text, i) is None]
         if not todo:
-            return {q.qid: out[q.qid] for q in queries}
+            return {q.qid: self.cached(q.text) for q in queries}
         if workers is None:
             workers = self.client.concurrency if self._client is not None else 1
-        bar = tqdm(total=len(todo), desc="planning", unit="query", disable=not progress)
+        fresh: dict[str, PlanOutcome] = {}  # greedy plans made now: their outcome holds the LLM's time
+        bar = tqdm(total=len(todo), desc="planning", unit="plan", disable=not progress)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for q, outcome in zip(todo, pool.map(lambda q: self.plan(q.text), todo), strict=True):
-                out[q.qid] = outcome
+            for (q, i), outcome in zip(todo, pool.map(lambda job: self.plan(job[0].text, job[1]), todo), strict=True):
+                if i == 0:
+                    fresh[q.qid] = outcome
                 bar.update(1)
                 bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
         bar.close()
-        return {q.qid: out[q.qid] for q in queries}
+        return {q.qid: fresh.get(q.qid) or self.plan(q.text) for q in queries}
 
 
 def _failed(skb: SKB, reason: str | None) -> PlanCheck:
