@@ -179,6 +179,9 @@ def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
         click.echo(f"anchor {b['var']}: {shown or '(no match)'}")
     if trace.cypher:
         click.echo("cypher:\n  " + trace.cypher.replace("\n", "\n  "))
+    if trace.samples:
+        statuses = ", ".join(f"{x['status']} ({x['n_cand']})" for x in trace.samples)
+        click.echo(f"sampled plans: {statuses}; agreement {trace.agreement}")
     click.echo(f"n_cand: {trace.n_cand}   risk_level: {trace.risk_level}   timings (ms): {trace.timings_ms}")
     print_ranking(ws, ranking)
 
