@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,8 @@ def random_skb(seed: int, n: int = 300, e: int = 1500) -> SKB:
 
 
 def random_plan(skb: SKB, rng) -> tuple[Plan, dict[str, Binding]]:
-    """A random tree of 1-3 branches into T, each a chain of 1-2 hops ending at an anchor."""
+    """A random tree of 1-3 branches into T, each a chain of 1-2 hops ending at an anchor, sometimes with a
+    second branch joining the chain below T and with directed hops on same-type relations."""
     schema = skb.schema
     t_label = str(rng.choice(["a", "b", "c"]))
     anchors, hops, bindings = [], [], {}
@@ -68,6 +71,11 @@ def random_plan(skb: SKB, rng) -> tuple[Plan, dict[str, Binding]]:
             if lab == prev_label and rng.random() < 0.6:  # a same-type relation: often directed
                 hop["dir"] = str(rng.choice(["forward", "backward"]))
             hops.append(hop)
+            if depth == 0 and rng.random() < 0.3:  # a second branch joining at this intermediate variable
+                rel2, lab2 = neighbours_types(lab)[int(rng.integers(0, len(neighbours_types(lab))))]
+                side = f"V{next(counter)}"
+                hops.append({"from": side, "rel": rel2, "to_var": var, "to_label": lab})
+                bind(side, lab2)
             prev_var, prev_label = var, lab
             if depth == 0 and rng.random() < 0.2:
                 bind(var, lab)  # an anchor in the middle of a chain
@@ -95,7 +103,7 @@ def test_memory_executor_equals_cypher_on_random_plans(rand_graph):
     mem = MemoryExecutor(skb)
     names = CypherNames(skb.schema)
     rng = np.random.default_rng(0)
-    nonempty = directed = 0
+    nonempty = directed = meeting = 0
     for _ in range(60):
         plan, bindings = random_plan(skb, rng)
         ids_m, s_m = mem.execute(plan, bindings)
@@ -106,7 +114,9 @@ def test_memory_executor_equals_cypher_on_random_plans(rand_graph):
         assert np.allclose(s_m[om], s_k[ok]), q.cypher
         nonempty += ids_m.size > 0
         directed += any(h.direction for h in plan.hops)
-    assert nonempty > 20 and directed > 10  # the comparison is not vacuous
+        degree = Counter(v for h in plan.hops for v in (h.from_var, h.to_var))
+        meeting += any(d >= 3 and v != "T" for v, d in degree.items())  # branches joining below the target
+    assert nonempty > 20 and directed > 10 and meeting > 5  # the comparison is not vacuous
 
 
 def test_score_is_sum_of_cosines_max_over_paths(toy_skb, tmp_path):

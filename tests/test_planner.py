@@ -331,3 +331,32 @@ def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, se
         assert set(ranking.node_ids[:2].tolist()) == top and t.n_cand == 3
     again = ws.retriever("graph").batch_search([q])["1"]  # every sample is cached: no new call
     assert len(client.calls) == 3 and again.node_ids.tolist() == ranking.node_ids.tolist()
+
+
+def test_an_engine_failure_degrades_that_query_alone(toy_dir, tmp_path):
+    """A query the engine refuses gets no graph candidates, no_trade and the error in its trace; the batch goes on."""
+    from grasp.config import load_config
+    from grasp.errors import GraspError
+    from grasp.graph.memory import MemoryExecutor
+    from grasp.plan_report import plans_report
+    from grasp.results import Query
+    from grasp.workspace import Workspace
+
+    class Refusing(MemoryExecutor):  # fault injection: the engine refuses plans anchored at "chromosome 1"
+        def execute(self, plan, bindings, compiled=None):
+            if any(a.text == "chromosome 1" for a in plan.anchors):
+                raise GraspError("Kùzu rejected the compiled query: Binder exception")
+            return super().execute(plan, bindings, compiled)
+
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    queries = [Query("a", "genes on chromosome 1", [0]), Query("b", "sodium channel genes on chromosome 2", [1, 8])]
+    ws.planner = Planner(ws.skb, _ScriptedClient({"genes on chromosome 1": _plan("chromosome 1", "chromosome", "on_chromosome"),
+                                                  "sodium channel genes on chromosome 2": GOOD}),
+                         PlanCache(tmp_path / "p.jsonl"), retries=0, builder=PromptBuilder(ws.skb))
+    graph = ws.retriever("graph")
+    graph.engine = Refusing(ws.skb)
+    run = graph.batch_search(queries)
+    assert len(run["a"]) == 0 and run["a"].trace.risk_level == "no_trade" and "Binder" in run["a"].trace.error
+    assert len(run["b"]) == 3 and run["b"].trace.error is None
+    assert plans_report(ws, queries)["rows"][0]["failed"] == 0.5

@@ -17,7 +17,7 @@ from grasp.eval.metrics import score_query
 from grasp.results import Query
 from grasp.workspace import Workspace
 
-COLUMNS = ("n", "usable", "repaired", "rejected", "empty", "gold_in_candidates", "hit@1", "mrr")
+COLUMNS = ("n", "usable", "repaired", "rejected", "empty", "failed", "gold_in_candidates", "hit@1", "mrr")
 
 
 def reason_kind(reason: str | None) -> str:
@@ -43,6 +43,7 @@ def plans_report(ws: Workspace, queries: Sequence[Query], *, progress: bool = Fa
         per_query.append({"qid": q.qid, "template": q.template, "status": status,
                           "reason": reason_kind(trace.plan_reason) if status == "rejected" else None,
                           "gold_in_candidates": bool(set(ranking.node_ids.tolist()) & set(q.answer_ids)),
+                          "failed": trace.error is not None,
                           "n_cand": len(ranking), **scores})
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in per_query:
@@ -61,7 +62,8 @@ def _summary(items: list[dict]) -> dict:
     share = lambda pred: sum(pred(r) for r in items) / n  # noqa: E731
     return {"n": n, "usable": share(lambda r: r["status"] in ("valid", "repaired")),
             "repaired": share(lambda r: r["status"] == "repaired"), "rejected": share(lambda r: r["status"] == "rejected"),
-            "empty": share(lambda r: r["status"] == "empty"), "gold_in_candidates": share(lambda r: r["gold_in_candidates"]),
+            "empty": share(lambda r: r["status"] == "empty"), "failed": share(lambda r: r["failed"]),
+            "gold_in_candidates": share(lambda r: r["gold_in_candidates"]),
             "hit@1": float(np.mean([r["hit@1"] for r in items])), "mrr": float(np.mean([r["mrr"] for r in items]))}
 
 

@@ -128,8 +128,9 @@ class _Compiler:
         s = f"s_{self.v(n.var)}"
         self._walk(n, rel, child, direction)
         total = " + ".join(self.case(self._find(child, a)) for a in anchor_vars(child)) or "0.0"
-        self.lines.append(f"WITH {self.v(n.var)}, {s}, max({total}) AS b")
-        self.lines.append(f"WITH {self.v(n.var)}, {s} + b AS {s}")
+        # s is one value per row of n here, so max(s + branch) = s + max(branch); folding the sum into the
+        # aggregate keeps a later max over n free of nested aggregation (Kùzu's binder refuses `s + b` there)
+        self.lines.append(f"WITH {self.v(n.var)}, max({s} + {total}) AS {s}")
 
     def _walk(self, parent: VarNode, rel: str, n: VarNode, direction: str | None) -> None:
         where = f" WHERE {self.anchor_filter(n)}" if n.anchor else ""

@@ -17,6 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from grasp.encode.node_vectors import NodeVectors
+from grasp.errors import GraspError
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.engine import GraphBackend
 from grasp.graph.linking import AnchorLinker
@@ -43,6 +44,7 @@ class GraphTrace(StageTrace):
     cypher: str | None = None
     cypher_params: dict[str, Any] | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)  # plan, link, execute, rescore
+    error: str | None = None  # the engine failed on this query: it gets no graph candidates, the run goes on
     agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
 
@@ -118,7 +120,13 @@ class GraphRetriever(Retriever):
         outcomes = [outcome, *(self.planner.plan(query.text, i) for i in range(1, self.planner.samples))]
         t1 = time.perf_counter()
         plan_ms = round(1000 * (outcome.seconds if planned_before else t1 - t0), 2)  # the LLM's time when it ran
-        runs = [self._execute(o.check.plan) if o.check.usable else None for o in outcomes]
+        runs, errors = [], []
+        for o in outcomes:
+            try:
+                runs.append(self._execute(o.check.plan) if o.check.usable else None)
+            except GraspError as e:  # one query's failure (an engine refusing its query) never ends a run
+                runs.append(None)
+                errors.append(str(e))
         if len(outcomes) == 1:
             chosen, agreement, risk = 0, None, None
             ids, scores = (runs[0].ids, runs[0].scores) if runs[0] is not None else (None, None)
@@ -129,7 +137,10 @@ class GraphRetriever(Retriever):
         trace = GraphTrace(plan=plan.dump(), plan_status=pick.check.status, repairs=pick.check.repairs,
                            plan_reason=pick.check.reason, plan_cached=outcome.cached,
                            risk_level=risk or plan.risk_level, retrieval_mode=plan.retrieval_mode,
-                           engine=self.engine.name, timings_ms={"plan": plan_ms}, agreement=agreement)
+                           engine=self.engine.name, timings_ms={"plan": plan_ms}, agreement=agreement,
+                           error="; ".join(errors) or None)
+        if runs[chosen] is None and errors:
+            trace.risk_level = "no_trade"
         if len(outcomes) > 1:
             trace.samples = [{"status": o.check.status, "reason": o.check.reason,
                               "n_cand": int(r.ids.size) if r is not None else 0, "plan": o.check.plan.dump()}
