@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FakeChatServer:
     """Serves ``POST /v1/chat/completions``; ``replies`` is a list of strings (reply text),
-    ``("sleep", seconds)`` tuples, or ``("status", code)`` tuples, used in order (the last repeats)."""
+    ``("sleep", seconds)`` tuples, or ``("status", code[, body])`` tuples, used in order (the last repeats)."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -28,7 +28,7 @@ class FakeChatServer:
                 if isinstance(reply, tuple) and reply[0] == "status":
                     self.send_response(reply[1])
                     self.end_headers()
-                    self.wfile.write(b'{"error": "boom"}')
+                    self.wfile.write(reply[2].encode() if len(reply) > 2 else b'{"error": "boom"}')
                     return
                 payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}}]}).encode()
                 self.send_response(200)

@@ -239,3 +239,11 @@ def test_a_direction_the_types_already_fix_is_dropped(toy_skb):
                         "hops": [hop], "target": {"var": "T", "labels": ["gene"]}}, toy_skb.schema)
     assert check.status == "repaired" and check.plan.hops[0].direction is None
     assert "direction 'forward' dropped ('on_chromosome' runs gene -> chromosome)" in check.repairs[0]
+
+
+def test_a_node_returned_twice_is_ranked_once():
+    """A database holding a node or edge twice (an interrupted load run again) must not rank a node twice."""
+    from grasp.graph.backends import _rows_to_arrays
+
+    ids, scores = _rows_to_arrays([(1, 0.5), (2, 0.3), (1, 0.9)])
+    assert ids.tolist() == [1, 2] and scores.tolist() == [0.9, 0.3]

@@ -360,3 +360,20 @@ def test_an_engine_failure_degrades_that_query_alone(toy_dir, tmp_path):
     assert len(run["a"]) == 0 and run["a"].trace.risk_level == "no_trade" and "Binder" in run["a"].trace.error
     assert len(run["b"]) == 3 and run["b"].trace.error is None
     assert plans_report(ws, queries)["rows"][0]["failed"] == 0.5
+
+
+def test_a_server_without_structured_output_is_named_once(toy_skb, tmp_path):
+    """The schema is dropped for the rest of the client's life when the server refuses it, and the user is told."""
+    refusal = ("status", 400, '{"error": "unsupported parameter: response_format"}')
+    with FakeChatServer([refusal, GOOD]) as srv:
+        planner = make_planner(toy_skb, srv.url, tmp_path)
+        with pytest.warns(UserWarning, match="refuses JSON-schema structured output"):
+            out = planner.plan("sodium channel genes on chromosome 2")
+        assert out.check.status == "valid" and "response_format" in srv.requests[0]
+        assert "response_format" not in srv.requests[1] and not planner.client.structured
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no second warning: the client no longer asks
+            planner.plan("potassium channel")
+        assert "response_format" not in srv.requests[2]

@@ -28,7 +28,13 @@ def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ids, scores = zip(*rows, strict=True)
-    return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+    ids, scores = np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+    # one row per node: a database holding an edge twice (an interrupted load run again) must not rank a node twice
+    order = np.lexsort((-scores, ids))
+    ids, scores = ids[order], scores[order]
+    first = np.ones(ids.size, dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    return ids[first], scores[first]
 
 
 def _import_kuzu():

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -68,6 +69,9 @@ class OpenAIChatClient(ChatClient):
             if r.status_code == 400 and "response_format" in body and "response_format" in r.text:
                 body.pop("response_format")  # the server has no structured output: plain JSON prompting
                 self.structured = False
+                warnings.warn(f"{self.base_url} refuses JSON-schema structured output ({r.text[:120]!r}); planning "
+                              "goes on without the grammar, so plans are checked by the validator alone",
+                              UserWarning, stacklevel=2)  # once: the client stops asking
                 continue
             if r.status_code >= 500 or r.status_code == 429:
                 last = LLMError(f"HTTP {r.status_code}: {r.text[:200]}")

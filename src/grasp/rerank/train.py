@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from grasp.config import DEFAULT_SEED, RerankerConfig
 from grasp.errors import ConfigError
 from grasp.results import Query, Run
-from grasp.storage import atomic_file
+from grasp.storage import atomic_dir, atomic_file
 
 # settings a resumed run may change without starting over: more epochs continue, checkpoints are bookkeeping
 RESUMABLE = ("epochs", "save_every", "val_split")
@@ -148,9 +148,11 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
                             "config": identity,
                             "rng": rng.getstate()}, f)
     bar.close()
-    net.save_pretrained(str(out_dir / "adapter"))
-    (out_dir / "adapter" / "grasp_train.json").write_text(json.dumps({**identity, "records": len(records)}, indent=1))
-    (out_dir / "log.json").write_text(json.dumps(state["log"]))
+    with atomic_dir(out_dir / "adapter") as tmp:  # the adapter appears whole, with the record of what it is
+        net.save_pretrained(str(tmp))
+        (tmp / "grasp_train.json").write_text(json.dumps({**identity, "records": len(records)}, indent=1))
+    with atomic_file(out_dir / "log.json", "w") as f:
+        f.write(json.dumps(state["log"]))
     return state
 
 
