@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from grasp.cli import main
-from tests.conftest import DEMO_SKB, write_toy
+from tests.conftest import DEMO_SKB, REPO, write_toy
 
 
 def grasp(*args, env=None):
@@ -124,3 +124,43 @@ def test_index_builds_what_is_ready_and_says_what_is_missing(toy_dir, cache_dir,
     built = {p.name.split("-")[0] + "-" + p.name.split("-")[1] for p in cache_dir.rglob("embeddings/*.npy")}
     types = [t.replace("/", "_") for t in read_skb(toy_dir).schema.node_types]
     assert {f"{mode}-{t}" for mode in ("name", "doc") for t in types} <= built
+
+
+def test_every_command_named_in_a_message_exists():
+    """Messages that tell the user what to run (`grasp train reranker`, ...) name real commands and options."""
+    import re
+
+    import click
+
+    from grasp.cli import cli
+
+    src = REPO / "src" / "grasp"
+    named = set()
+    for path in src.rglob("*.py"):
+        for m in re.finditer(r"[`(:] ?grasp ((?:[a-z][a-z-]* ?)+(?:--[a-z-]+)?)", path.read_text(encoding="utf-8")):
+            named.add(m.group(1).strip())
+    assert len(named) >= 10
+    for words in sorted(named):
+        cmd = cli
+        for word in words.split():
+            if word.startswith("--"):
+                assert any(word in p.opts for p in cmd.params), f"`grasp {words}`: no option {word}"
+                break
+            if not isinstance(cmd, click.Group):  # a command's argument, e.g. `grasp fetch planner`
+                choices = [c for p in cmd.params if isinstance(p, click.Argument) and isinstance(p.type, click.Choice)
+                           for c in p.type.choices]
+                assert word in choices, f"`grasp {words}`: {cmd.name} takes no argument {word!r}"
+                continue
+            assert word in cmd.commands, f"`grasp {words}`: no command {word!r}"
+            cmd = cmd.commands[word]
+
+
+def test_every_extra_named_in_a_message_exists():
+    """`pip install 'grasp-retrieval[X]'` in a message names an extra that pyproject.toml declares."""
+    import re
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    named = {m.group(1) for p in (REPO / "src" / "grasp").rglob("*.py")
+             for m in re.finditer(r"grasp-retrieval\[([a-z0-9_-]+)\]", p.read_text(encoding="utf-8"))}
+    assert named and named <= extras, named - extras

@@ -97,7 +97,7 @@ class LocalGGUFClient(ChatClient):
         try:
             import xllamacpp as xl
         except ImportError:
-            raise ConfigError("the local planner needs xllamacpp: pip install 'grasp-retrieval[planner]'") from None
+            raise ConfigError("the local planner needs xllamacpp: pip install 'xllamacpp==2026.10.11549'") from None
         model_path = Path(model_path)
         if not model_path.exists():
             raise ConfigError(f"{model_path}: GGUF model not found; run `grasp fetch planner` or set planner.model_path")
