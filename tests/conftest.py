@@ -18,6 +18,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 from grasp.packaged import DEMO_SKB  # noqa: E402,F401 - the tests' name for the bundled demo KB
 
+SHARED = REPO.parent / "shared"  # the workplace's shared data (CI has it beside the clone)
+
+
+def skip_unless_ci(reason: str) -> None:
+    """Skip on a developer's machine that lacks a test resource; fail under CI (CI=1), where every
+    resource the suite needs must be there, so that a missing one never passes as a skip."""
+    import os
+
+    if os.environ.get("CI"):
+        pytest.fail(f"CI=1 and {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 SCHEMA = {
     "name": "toy",
     "description": "genes and GO terms",

@@ -11,6 +11,7 @@ import pytest
 
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.memory import MemoryExecutor
+from tests.conftest import skip_unless_ci
 from tests.test_graph_exec import random_plan, random_skb
 
 if importlib.util.find_spec("arcadedb_embedded") is None:  # not imported here: the server runs in a helper process
@@ -43,7 +44,7 @@ def bolt_server(tmp_path_factory):
     line = proc.stdout.readline()  # blocks until READY, or "" if the helper died
     if line.strip() != "READY":
         proc.kill()
-        pytest.skip("the ArcadeDB Bolt server could not start in its helper process")
+        skip_unless_ci("the ArcadeDB Bolt server could not start in its helper process")
     yield f"bolt://127.0.0.1:{bolt}"
     proc.stdin.close()
     try:

@@ -13,6 +13,7 @@ import torch
 from grasp.errors import FormatError
 from grasp.skb import load_skb, read_skb, read_stark_qa, read_stark_skb, write_skb
 from grasp.skb.documents import get_layout
+from tests.conftest import SHARED, skip_unless_ci
 
 
 def _save_processed(d: Path, node_info, edge_index, edge_types, node_types, node_type_dict=None, edge_type_dict=None):
@@ -191,9 +192,9 @@ def test_stark_qa_bad_answer_list(tmp_path):
 
 def test_real_stark_qa_files_load():
     """The real query files in shared/ (skipped where shared/ is absent)."""
-    root = Path(__file__).resolve().parents[2] / "shared" / "data" / "stark_qa"
+    root = SHARED / "data" / "stark_qa"
     if not root.exists():
-        pytest.skip("shared/data/stark_qa not present")
+        skip_unless_ci("shared/data/stark_qa not present")
     for name, n, n_test in (("amazon", 9100, 1642), ("mag", 13323, 2665), ("primekg", 11204, 2801)):
         qs = read_stark_qa(root / name)
         assert len(qs) == n
