@@ -105,3 +105,15 @@ def test_grammar_enumerates_this_schema(toy_skb):
     assert js["properties"]["hops"]["items"]["properties"]["rel"]["enum"] == ["involved_in", "on_chromosome", "is_a"]
     assert js["properties"]["target"]["properties"]["labels"]["items"]["enum"] == ["gene", "process"]
     assert "retrieval_mode" in plan_json_schema(toy_skb.schema, retrieval_mode=True)["properties"]
+
+
+def test_amazon_retrieval_modes_are_acted_on(toy_skb):
+    base = {"anchors": [{"var": "C", "text": "chromosome 2", "label": "chromosome", "match_mode": "name"}],
+            "hops": [{"from": "C", "rel": "on_chromosome", "to_var": "T", "to_label": "gene"}],
+            "target": {"var": "T", "labels": ["gene"], "relevance_text": "sodium"}, "risk_level": "normal"}
+    skip = check_plan({**base, "retrieval_mode": "skip"}, toy_skb.schema)
+    assert skip.plan.risk_level == "no_trade" and "retrieval_mode 'skip'" in skip.repairs[0]
+    strict = check_plan({**base, "retrieval_mode": "graph_strict"}, toy_skb.schema)
+    assert strict.plan.target.relevance_text == "" and strict.plan.risk_level == "normal"
+    hybrid = check_plan({**base, "retrieval_mode": "graph_filter_doc"}, toy_skb.schema)
+    assert hybrid.status == "valid" and hybrid.plan.target.relevance_text == "sodium"

@@ -78,9 +78,22 @@ def check_plan(raw: dict[str, Any] | Plan | str, schema: Schema) -> PlanCheck:
         plan = _repair(plan, schema, repairs)
     except PlanRejected as e:
         return PlanCheck(Plan.no_trade(list(schema.candidate_types)), "rejected", repairs, str(e))
+    plan = _act_on_retrieval_mode(plan, repairs)
     if plan.is_empty:
         return PlanCheck(plan.model_copy(update={"risk_level": "no_trade"}), "empty", repairs, "the plan has no anchors")
     return PlanCheck(plan, "repaired" if repairs else "valid", repairs)
+
+
+def _act_on_retrieval_mode(plan: Plan, repairs: list[str]) -> Plan:
+    """Amazon's retrieval_mode, as the paper's planner uses it: ``skip`` (no usable plan) is no_trade
+    downstream; ``graph_strict`` asserts that the hops alone are restrictive, so no relevance text."""
+    if plan.retrieval_mode == "skip" and plan.risk_level != "no_trade":
+        repairs.append("retrieval_mode 'skip': risk_level set to 'no_trade'")
+        return plan.model_copy(update={"risk_level": "no_trade"})
+    if plan.retrieval_mode == "graph_strict" and plan.target.relevance_text:
+        repairs.append("retrieval_mode 'graph_strict': relevance_text dropped (the hops alone decide)")
+        return plan.model_copy(update={"target": plan.target.model_copy(update={"relevance_text": ""})})
+    return plan
 
 
 def _coerce(raw: dict[str, Any] | Plan | str, repairs: list[str]) -> Plan:
