@@ -12,7 +12,7 @@ import pytest
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.memory import MemoryExecutor
 from tests.conftest import skip_unless_ci
-from tests.test_graph_exec import random_plan, random_skb
+from tests.random_plans import random_plan, random_skb
 
 if importlib.util.find_spec("arcadedb_embedded") is None:  # not imported here: the server runs in a helper process
     pytest.skip("arcadedb-embedded (dev extra) provides the Bolt test server", allow_module_level=True)
@@ -65,7 +65,7 @@ def test_server_backend_equals_memory_executor(bolt_server):
     mem, names = MemoryExecutor(skb), CypherNames(skb.schema)
     rng = np.random.default_rng(3)
     nonempty = 0
-    for _ in range(25):
+    for _ in range(40):  # directed hops and branches joining below the target included (random_plan)
         plan, bindings = random_plan(skb, rng)
         ids_m, s_m = mem.execute(plan, bindings)
         ids_b, s_b = backend.run(compile_plan(plan, bindings, names))

@@ -103,9 +103,10 @@ class PlannerConfig(_Section):
 class GraphConfig(_Section):
     """Stage-1 execution: anchor linking, the graph engine, dense rescoring."""
 
-    engine: Literal["kuzu", "memory", "neo4j"] = Field(
-        "kuzu", description="kuzu: embedded graph database (Cypher); memory: the CSR executor (same scores); "
-        "neo4j: a Neo4j 5 / Bolt server")
+    engine: Literal["kuzu", "ladybug", "memory", "neo4j"] = Field(
+        "kuzu", description="kuzu: embedded graph database (Cypher); ladybug: LadybugDB, Kùzu's maintained fork "
+        "(pip install 'grasp-retrieval[ladybug]'; not in one process with kuzu); memory: the CSR executor (same "
+        "scores); neo4j: a Neo4j 5 / Bolt server")
     name_k: int = Field(5, ge=1)
     name_tau: float = Field(0.95, ge=0, le=1)
     doc_k: int = Field(10, ge=1)

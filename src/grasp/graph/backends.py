@@ -37,39 +37,46 @@ def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     return ids[first], scores[first]
 
 
-def _import_kuzu():
-    """Import kuzu, after xllamacpp when that is installed: xllamacpp's extension aborts the process
-    (std::bad_alloc in its static initialisers) when it is loaded after kuzu's, which would kill a
-    process that opens the graph first and then plans a new query with the local LLM."""
+def _import_engine(module: str, other: str):
+    """Import the embedded engine ``module`` (kuzu or ladybug), after xllamacpp when that is installed:
+    xllamacpp's extension aborts the process (std::bad_alloc in its static initialisers) when it is loaded
+    after kuzu's, which would kill a process that opens the graph first and then plans a new query with
+    the local LLM. Kùzu and its fork LadybugDB register the same native types: one process holds one."""
     import contextlib
+    import importlib
     import sys
 
-    if "kuzu" not in sys.modules:  # once kuzu is loaded, loading xllamacpp would abort: leave it to the planner
+    if other in sys.modules:
+        raise ConfigError(f"graph.engine {module!r}: this process has already loaded {other!r}, and the two "
+                          "engines (Kùzu and its fork LadybugDB) cannot share a process; use one per process")
+    if module not in sys.modules:  # once it is loaded, loading xllamacpp would abort: leave it to the planner
         with contextlib.suppress(ImportError):
             import xllamacpp  # noqa: F401
-    import kuzu
-
-    return kuzu
+    return importlib.import_module(module)
 
 
 class KuzuBackend(CypherBackend):
+    """Kùzu embedded (the default engine)."""
+
     name = "kuzu"
+    TITLE = "Kùzu"
+    MODULE, OTHER, PIN = "kuzu", "ladybug", "kuzu==0.11.3"
     FORMAT = 1
 
     def __init__(self, skb: SKB, root: Path, *, buffer_pool_mb: int = 1024, progress: bool = True) -> None:
         try:
-            kuzu = _import_kuzu()
+            kuzu = _import_engine(self.MODULE, self.OTHER)
         except ImportError:
-            raise ConfigError("the kuzu graph backend needs kuzu: pip install 'kuzu==0.11.3'") from None
+            raise ConfigError(f"the {self.name} graph backend needs {self.MODULE}: pip install '{self.PIN}'") from None
         self.names = CypherNames(skb.schema)
-        self.path = Path(root) / f"kuzu-v{self.FORMAT}"
+        self.path = Path(root) / f"{self.name}-v{self.FORMAT}"
         if not (self.path / "complete.json").exists():
             self._build(skb, kuzu, buffer_pool_mb)
         try:
             self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20)
             self._conn = kuzu.Connection(self._db)
         except RuntimeError as e:
-            raise IndexCorruptError(f"{self.path}: cannot open the Kùzu database ({e}); delete it to rebuild") from None
+            raise IndexCorruptError(f"{self.path}: cannot open the {self.TITLE} database ({e}); delete it to rebuild") from None
         atexit.register(self.close)
 
     def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:
@@ -117,7 +124,7 @@ class KuzuBackend(CypherBackend):
         try:
             result = self._conn.execute(query.cypher, query.params)
         except RuntimeError as e:
-            raise GraspError(f"Kùzu rejected the compiled query: {e}") from None
+            raise GraspError(f"{self.TITLE} rejected the compiled query: {e}") from None
         rows = []
         try:
             while result.has_next():
@@ -133,6 +140,15 @@ class KuzuBackend(CypherBackend):
             self._conn.close()
             self._db.close()
             self._conn = self._db = None
+
+
+class LadybugBackend(KuzuBackend):
+    """LadybugDB embedded: the maintained fork of Kùzu (archived upstream), the same API and Cypher dialect; its
+    database folder is its own (``ladybug-v1``). Pinned: pre-1.0, and its extensions download at run time."""
+
+    name = "ladybug"
+    TITLE = "LadybugDB"
+    MODULE, OTHER, PIN = "ladybug", "kuzu", "ladybug==0.22.0"
 
 
 class Neo4jBackend(CypherBackend):

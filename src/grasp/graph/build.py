@@ -15,8 +15,9 @@ from grasp.skb.graph import SKB
 
 
 def build_engine(cfg: GraphConfig, skb: SKB, index_dir: Path, *, progress: bool = True) -> GraphBackend:
-    """Kùzu embedded under ``index_dir`` (default), the in-memory executor, or a Neo4j server."""
-    from grasp.graph.backends import KuzuBackend, Neo4jBackend
+    """Kùzu embedded under ``index_dir`` (default), LadybugDB (its maintained fork) likewise, the in-memory
+    executor, or a Neo4j server."""
+    from grasp.graph.backends import KuzuBackend, LadybugBackend, Neo4jBackend
     from grasp.graph.memory import MemoryExecutor
 
     if cfg.engine == "memory":
@@ -24,7 +25,8 @@ def build_engine(cfg: GraphConfig, skb: SKB, index_dir: Path, *, progress: bool 
     if cfg.engine == "neo4j":
         return Neo4jBackend(skb, cfg.neo4j_uri, user=cfg.neo4j_user,
                             password=os.environ.get(cfg.neo4j_password_env, ""), database=cfg.neo4j_database)
-    return KuzuBackend(skb, index_dir, buffer_pool_mb=cfg.buffer_pool_mb, progress=progress)
+    embedded = LadybugBackend if cfg.engine == "ladybug" else KuzuBackend
+    return embedded(skb, index_dir, buffer_pool_mb=cfg.buffer_pool_mb, progress=progress)
 
 
 def build_graph_retriever(cfg: GraphConfig, planner: Planner, vectors: NodeVectors, index_dir: Path, *,
