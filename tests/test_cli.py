@@ -164,3 +164,12 @@ def test_every_extra_named_in_a_message_exists():
     named = {m.group(1) for p in (REPO / "src" / "grasp").rglob("*.py")
              for m in re.finditer(r"grasp-retrieval\[([a-z0-9_-]+)\]", p.read_text(encoding="utf-8"))}
     assert named and named <= extras, named - extras
+
+
+def test_search_says_what_it_is_doing(toy_dir, cache_dir, capsys):
+    """Without -q, each pipeline stage is announced on stderr as it starts (stdout stays the results)."""
+    main(["search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
+    captured = capsys.readouterr()
+    assert "… bm25: BM25 over 7 candidate documents" in captured.err  # the toy's genes and processes and "…" not in captured.out
+    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
+    assert "…" not in capsys.readouterr().err

@@ -94,6 +94,8 @@ def test_query_results_and_explanation(server, browser):
     assert "chromosome 2 (" in browser.find_element(By.ID, "bindings").text
     assert browser.find_element(By.ID, "cypher").text.startswith("MATCH")
     assert "w_graph" in browser.find_element(By.ID, "wgraph").text
+    status = browser.find_element(By.ID, "status").text  # the stages the streamed search announced, in order
+    assert status.startswith("done: ") and "linking → executing" in status and status.endswith("reranking")
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "inspector.png"))
     assert (ARTIFACTS / "inspector.png").stat().st_size > 10_000

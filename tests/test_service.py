@@ -71,3 +71,19 @@ def test_no_request_can_write(client, prepared_toy):
     assert (len(skb.names), int(skb.num_edges)) == before
     assert client.post("/search", json={"query": "pwned"}).json()["hits"][0]["name"] != "pwned"
     assert client.put("/search", json={"query": "x"}).status_code == 405
+
+
+def test_streamed_search_announces_each_stage_then_answers(client):
+    """The inspector's endpoint: NDJSON stage events while the pipeline runs, then the same answer as /search."""
+    import json
+
+    r = client.post("/search/stream", json={"query": "sodium channel genes on chromosome 2", "k": 2, "explain": True})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
+    events = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    stages = [e["stage"] for e in events if "stage" in e]
+    assert stages[:3] == ["linking", "executing", "rescoring"] and stages[-2:] == ["fusing", "reranking"]
+    final = events[-1]["result"]
+    plain = client.post("/search", json={"query": "sodium channel genes on chromosome 2", "k": 2, "explain": True}).json()
+    assert [h["node_id"] for h in final["hits"]] == [h["node_id"] for h in plain["hits"]]
+    bad = client.post("/search/stream", json={"query": "", "k": 2})
+    assert bad.status_code == 422

@@ -21,6 +21,17 @@ stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag
                             help="Which STaRK dataset a processed directory holds (detected when omitted).")
 
 
+def stage_printer(ctx: click.Context):
+    """While a command waits on the pipeline, print each stage as it starts (on stderr; not with -q)."""
+    import contextlib
+
+    from grasp.progress import listening
+
+    if not ctx.obj["progress"]:
+        return contextlib.nullcontext()
+    return listening(lambda stage, message: click.echo(f"… {stage}: {message}", err=True))
+
+
 def workspace(ctx: click.Context, skb_dir: Path, stark_dataset: str | None = None) -> Workspace:
     return Workspace.open(skb_dir, config_of(ctx), stark_dataset=stark_dataset, progress=ctx.obj["progress"])
 

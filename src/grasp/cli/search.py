@@ -14,6 +14,7 @@ from grasp.cli.common import (
     method_choice,
     print_ranking,
     skb_option,
+    stage_printer,
     stark_option,
     workspace,
 )
@@ -75,7 +76,8 @@ def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     searcher = Searcher(workspace(ctx, skb_dir, stark_dataset), method)
     if note and "graph" in searcher.stage_names:
         click.echo(f"note: {note}", err=True)
-    result = searcher.search(query, k, explain=explain)
+    with stage_printer(ctx):
+        result = searcher.search(query, k, explain=explain)
     for h in result.hits:
         row = {"rank": h.rank, "node_id": h.node_id, "type": h.type, "name": h.name, "score": round(h.score, 4)}
         ranks = ", ".join(f"{s} {r if r is not None else '-'}" for s, r in h.stage_ranks.items() if s != "final")
@@ -161,7 +163,8 @@ def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
     from grasp.results import Query
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    ranking = ws.retriever("graph").search_query(Query("q", query), k)
+    with stage_printer(ctx):
+        ranking = ws.retriever("graph").search_query(Query("q", query), k)
     trace = ranking.trace
     if as_json:
         rows = [{"rank": r + 1, "node_id": int(n), "name": ws.skb.names[n], "score": float(s)}

@@ -12,6 +12,7 @@ from grasp.fuse.dynamic import graph_weight
 from grasp.fuse.rrf import dynamic_rrf, static_rrf
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 from grasp.storage import Setting
@@ -59,6 +60,7 @@ class FusedRetriever(Retriever):
         graph = self.graph.batch_search_stages(queries, self.depth, progress=progress)
         dense = self.dense.batch_search_stages(queries, self.depth, progress=progress)
         t0 = time.perf_counter()
+        announce("fusing", f"fusing the {self.graph.name} and {self.dense.name} rankings ({self.setting.mode} RRF)")
         fused = self.fuse(graph[self.graph.name], dense[self.dense.name], k)
         fused.seconds = time.perf_counter() - t0
         return {**graph, **dense, self.name: fused}

@@ -23,6 +23,7 @@ from grasp.graph.engine import GraphBackend
 from grasp.graph.linking import AnchorLinker
 from grasp.plan.model import RISK_LEVELS
 from grasp.plan.planner import Planner, PlanOutcome
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
 
@@ -96,13 +97,16 @@ class GraphRetriever(Retriever):
     def _execute(self, plan) -> _Execution:
         """Link, execute and rescore one usable plan."""
         t0 = time.perf_counter()
+        announce("linking", f"linking {len(plan.anchors)} anchor(s) to nodes")
         bindings = self.linker.link(plan.anchors)
         t1 = time.perf_counter()
         compiled = compile_plan(plan, bindings, self.names)
+        announce("executing", f"running the plan on {self.engine.name}")
         ids, scores = self.engine.execute(plan, bindings, compiled)
         t2 = time.perf_counter()
         text = plan.target.relevance_text
         if self.rescore and text and ids.size:
+            announce("rescoring", f"rescoring {ids.size} candidates with the relevance text")
             scores = scores + self._relevance(text, ids)
         t3 = time.perf_counter()
         timings = {"link": round(1000 * (t1 - t0), 2), "execute": round(1000 * (t2 - t1), 2),
@@ -116,6 +120,8 @@ class GraphRetriever(Retriever):
         t0 = time.perf_counter()
         planned_before = outcome is not None
         if outcome is None:
+            if self.planner.cached(query.text) is None:
+                announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
             outcome = self.planner.plan(query.text)
         outcomes = [outcome, *(self.planner.plan(query.text, i) for i in range(1, self.planner.samples))]
         t1 = time.perf_counter()

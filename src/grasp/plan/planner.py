@@ -21,6 +21,7 @@ from grasp.plan.llm import ChatClient, LLMError
 from grasp.plan.nested import nested_json_schema, nested_to_flat
 from grasp.plan.prompt import PromptBuilder
 from grasp.plan.validate import PlanCheck, PlanRejected, check_plan, parse_plan_text
+from grasp.progress import announce
 from grasp.results import Query
 from grasp.skb.graph import SKB
 
@@ -152,6 +153,7 @@ class Planner:
             return {q.qid: self.cached(q.text) for q in queries}
         if workers is None:
             workers = self.client.concurrency if self._client is not None else 1
+        announce("planning", f"asking the planner for {len(todo)} plan(s) (LLM calls: seconds each on a CPU)")
         fresh: dict[str, PlanOutcome] = {}  # greedy plans made now: their outcome holds the LLM's time
         bar = tqdm(total=len(todo), desc="planning", unit="plan", disable=not progress)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

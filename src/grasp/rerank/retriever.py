@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from grasp.fuse.rrf import static_rrf
+from grasp.progress import announce
 from grasp.rerank.base import Reranker, VectorReranker
 from grasp.rerank.vectors import CandidateVectors
 from grasp.results import Query, Ranking, Run, StageTrace
@@ -93,6 +94,8 @@ class RerankedRetriever(Retriever):
     def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100) -> tuple[Run, Run]:
         """(the reranker's own ranking, the final fused one) over an upstream run already made."""
         t0 = time.perf_counter()
+        announce("reranking", f"reranking the top {self.depth} with the {self.reranker.name} reranker"
+                 + (" (stored vectors)" if self.uses_stored_vectors else ""))
         scored = Run(RERANKER_STAGE)
         for q in queries:
             scored.add(self.rerank(q, up.get(q.qid) or Ranking(q.qid, [], [])))

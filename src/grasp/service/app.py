@@ -9,6 +9,8 @@ runs one parameterised, read-only Cypher query per plan, and the searcher is use
 
 from __future__ import annotations
 
+import json
+import queue
 import threading
 import time
 from pathlib import Path
@@ -16,12 +18,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from grasp import __version__
 from grasp.api import MAX_K, MAX_QUERY_CHARS, Searcher
 from grasp.errors import GraspError, InputError
+from grasp.progress import listening
 
 STATIC = Path(__file__).parent / "static"
 
@@ -83,6 +86,32 @@ def create_app(searcher: Searcher) -> FastAPI:
         if not req.explain:
             out["explain"] = None
         return out
+
+    @app.post("/search/stream")
+    def search_stream(req: SearchRequest) -> StreamingResponse:
+        """The same search, as NDJSON lines: one ``{"stage", "message"}`` per pipeline stage as it starts (planning,
+        linking, executing, rescoring, mfar, fusing, reranking), then ``{"result": ...}`` or ``{"error", "status"}``."""
+        events: queue.Queue = queue.Queue()
+
+        def work() -> None:
+            try:
+                with lock, listening(lambda stage, message: events.put({"stage": stage, "message": message})):
+                    result = searcher.search(req.query, req.k, explain=req.explain)
+                out = result.to_dict()
+                if not req.explain:
+                    out["explain"] = None
+                events.put({"result": out})
+            except InputError as e:
+                events.put({"error": str(e), "status": 422})
+            except GraspError as e:
+                events.put({"error": str(e), "status": 503})
+            finally:
+                events.put(None)
+
+        threading.Thread(target=work, daemon=True).start()
+        lines = iter(events.get, None)
+        return StreamingResponse((json.dumps(item, default=str) + "\n" for item in lines),
+                                 media_type="application/x-ndjson")
 
     @app.get("/health")
     def health() -> dict[str, Any]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from grasp.config import BM25Config
 from grasp.errors import IndexCorruptError
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 from grasp.skb.documents import DocumentLayout
@@ -77,6 +78,7 @@ class BM25Retriever(Retriever):
         if not queries:
             return run
         k = min(k, len(self.node_ids))
+        announce("bm25", f"BM25 over {len(self.node_ids):,} candidate documents")
         q_tokens = self.tokenizer.tokenize([q.text for q in queries], update_vocab=False,
                                            return_as="ids", show_progress=False)
         docs, scores = self.model.retrieve(q_tokens, k=k, show_progress=progress, n_threads=0)

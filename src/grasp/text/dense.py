@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grasp.encode.node_vectors import NodeVectors
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 
@@ -24,6 +25,7 @@ class DenseRetriever(Retriever):
         run = Run(self.name)
         if not queries:
             return run
+        announce("dense", "encoding the query and searching the document vectors")
         q = self.vectors.encoder.encode_queries([x.text for x in queries], progress=progress)
         ids, scores = self.vectors.search(q, "doc", self.candidate_types, k)
         for query, i, s in zip(queries, ids, scores, strict=True):

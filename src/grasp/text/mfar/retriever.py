@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
 from grasp.text.mfar.fields_index import FieldIndex
@@ -52,6 +53,7 @@ class MFARRetriever(Retriever):
         if not queries:
             return run
         texts = [q.text for q in queries]
+        announce("mfar", "scoring every field of every candidate (BM25 and dense)")
         q_emb = self.index.encoder.encode_queries(texts, progress=progress)
         tokens = self.index.tokenize(texts)
         w = self.weights(torch.from_numpy(q_emb)).numpy()
