@@ -24,8 +24,9 @@ def test_eval_contract(toy_dir, tmp_path, cache_dir, capsys):
           "--run-file", str(tmp_path / "run.trec"), "--report-md", str(tmp_path / "r.md")])
     rep = json.loads(out.read_text())
     assert rep["method"] == "bm25" and rep["n"] == 2
-    for m in ("hit@1", "hit@5", "recall@20", "mrr"):
-        assert 0.0 <= rep[m] <= 1.0
+    # the toy's two test queries: BM25 ranks B3GALT6 (galactosyltransferase) and a sodium gene on chromosome 2 first
+    assert {m: rep[m] for m in ("hit@1", "hit@5", "recall@20", "mrr")} == {"hit@1": 1.0, "hit@5": 1.0,
+                                                                          "recall@20": 1.0, "mrr": 1.0}
     assert rep["per_template"]["gene_text"]["n"] == 1
     assert (tmp_path / "run.trec").read_text().startswith("0 Q0 0 1 ")
     assert "| bm25 | 2 |" in (tmp_path / "r.md").read_text()
