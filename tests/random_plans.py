@@ -82,3 +82,30 @@ def random_plan(skb: SKB, rng) -> tuple[Plan, dict[str, Binding]]:
     check = check_plan(raw, schema)
     assert check.usable, (check.reason, raw)
     return check.plan, bindings
+
+
+def compare_with_memory(skb: SKB, backend, *, plans: int, seed: int) -> dict:
+    """Run ``plans`` random plans on ``backend`` (a CypherBackend) and on the in-memory executor; the counts of
+    what was compared, and the Cypher of the first plan whose ids or scores differ (None when all agree)."""
+    from collections import Counter
+
+    from grasp.graph.compiler import CypherNames, compile_plan
+    from grasp.graph.memory import MemoryExecutor
+
+    mem, names, rng = MemoryExecutor(skb), CypherNames(skb.schema), np.random.default_rng(seed)
+    out = {"plans": 0, "nonempty": 0, "directed": 0, "meeting": 0, "mismatch": None}
+    for _ in range(plans):
+        plan, bindings = random_plan(skb, rng)
+        ids_m, s_m = mem.execute(plan, bindings)
+        q = compile_plan(plan, bindings, names)
+        ids_b, s_b = backend.run(q)
+        om, ob = np.argsort(ids_m), np.argsort(ids_b)
+        if not (np.array_equal(ids_m[om], ids_b[ob]) and np.allclose(s_m[om], s_b[ob])):
+            out["mismatch"] = q.cypher
+            return out
+        degree = Counter(v for h in plan.hops for v in (h.from_var, h.to_var))
+        out["plans"] += 1
+        out["nonempty"] += int(ids_m.size > 0)
+        out["directed"] += int(any(h.direction for h in plan.hops))
+        out["meeting"] += int(any(d >= 3 and v != "T" for v, d in degree.items()))  # branches joining below T
+    return out

@@ -6,13 +6,10 @@ from __future__ import annotations
 import importlib.util
 import socket
 
-import numpy as np
 import pytest
 
-from grasp.graph.compiler import CypherNames, compile_plan
-from grasp.graph.memory import MemoryExecutor
 from tests.conftest import skip_unless_ci
-from tests.random_plans import random_plan, random_skb
+from tests.random_plans import compare_with_memory, random_skb
 
 if importlib.util.find_spec("arcadedb_embedded") is None:  # not imported here: the server runs in a helper process
     pytest.skip("arcadedb-embedded (dev extra) provides the Bolt test server", allow_module_level=True)
@@ -62,18 +59,9 @@ def _backend(uri, skb, db):
 def test_server_backend_equals_memory_executor(bolt_server):
     skb = random_skb(11, n=150, e=600)
     backend = _backend(bolt_server, skb, "randgraph")
-    mem, names = MemoryExecutor(skb), CypherNames(skb.schema)
-    rng = np.random.default_rng(3)
-    nonempty = 0
-    for _ in range(40):  # directed hops and branches joining below the target included (random_plan)
-        plan, bindings = random_plan(skb, rng)
-        ids_m, s_m = mem.execute(plan, bindings)
-        ids_b, s_b = backend.run(compile_plan(plan, bindings, names))
-        om, ob = np.argsort(ids_m), np.argsort(ids_b)
-        assert np.array_equal(ids_m[om], ids_b[ob])
-        assert np.allclose(s_m[om], s_b[ob])
-        nonempty += ids_m.size > 0
-    assert nonempty > 8
+    result = compare_with_memory(skb, backend, plans=40, seed=3)  # directed hops and joining branches included
+    assert result["mismatch"] is None, result["mismatch"]
+    assert result["plans"] == 40 and result["nonempty"] > 8
     backend.close()
 
 
