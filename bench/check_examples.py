@@ -15,7 +15,6 @@ import numpy as np
 
 from grasp.config import load_config
 from grasp.eval.metrics import score_query
-from grasp.graph.compiler import compile_plan
 from grasp.plan.prompt import load_examples, profile_of
 from grasp.plan.validate import check_plan
 from grasp.workspace import Workspace
@@ -34,10 +33,8 @@ def main() -> None:
         if ex.query not in gold:
             continue
         plan = check_plan(ex.plan, ws.skb.schema).plan
-        bindings = graph.linker.link(plan.anchors)
-        ids, scores = graph._execute(plan, bindings, compile_plan(plan, bindings, graph.names))
-        if plan.target.relevance_text and ids.size:
-            scores = scores + graph._relevance(plan.target.relevance_text, ids)
+        run = graph._execute(plan)  # link, execute and rescore, as Stage 1 does for a usable plan
+        ids, scores = run.ids, run.scores
         ranked = ids[np.lexsort((ids, -scores))]
         s = score_query(ranked, np.asarray(gold[ex.query]), ("hit@1", "recall@20", "mrr"), ws.skb.candidate_mask)
         rows.append(s)
