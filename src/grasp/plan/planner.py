@@ -139,31 +139,35 @@ class Planner:
                         "error": error, "seconds": round(seconds, 3), **({"sample": sample} if sample else {})})
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
 
-    def plan_samples(self, query: str) -> list[PlanOutcome]:
-        """The greedy plan and the ``samples - 1`` sampled ones."""
-        return [self.plan(query, i) for i in range(self.samples)]
-
     def plan_many(self, queries: Sequence[Query], *, workers: int | None = None,
                   progress: bool = True) -> dict[str, PlanOutcome]:
         """Plan every query (each of its ``samples`` plans), ``workers`` at a time (default: as many as the LLM
         client serves at once, e.g. the local model's slots); cached plans cost nothing and load no model.
         Resumable, since each result is cached as soon as it exists. Returns the greedy plans."""
-        todo = [(q, i) for q in queries for i in range(self.samples) if self.cached(q.text, i) is None]
-        if not todo:
-            return {q.qid: self.cached(q.text) for q in queries}
-        if workers is None:
-            workers = self.client.concurrency if self._client is not None else 1
-        announce("planning", f"asking the planner for {len(todo)} plan(s) (LLM calls: seconds each on a CPU)")
-        fresh: dict[str, PlanOutcome] = {}  # greedy plans made now: their outcome holds the LLM's time
-        bar = tqdm(total=len(todo), desc="planning", unit="plan", disable=not progress)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for (q, i), outcome in zip(todo, pool.map(lambda job: self.plan(job[0].text, job[1]), todo), strict=True):
-                if i == 0:
-                    fresh[q.qid] = outcome
-                bar.update(1)
-                bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
-        bar.close()
-        return {q.qid: fresh.get(q.qid) or self.plan(q.text) for q in queries}
+        out: dict[str, PlanOutcome] = {}  # the greedy plans: cached ones as found, new ones with the LLM's time
+        todo = []
+        for q in queries:
+            for i in range(self.samples):
+                hit = self.cached(q.text, i)
+                if hit is None:
+                    todo.append((q, i))
+                elif i == 0:
+                    out[q.qid] = hit
+        if todo:
+            if workers is None:
+                workers = self.client.concurrency if self._client is not None else 1
+            if self._client is not None:  # without one, the missing plans degrade (or raise) at once
+                announce("planning", f"asking the planner for {len(todo)} plan(s) (LLM calls: seconds each on a CPU)")
+            bar = tqdm(total=len(todo), desc="planning", unit="plan", disable=not progress)
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                jobs = pool.map(lambda job: self.plan(job[0].text, job[1]), todo)
+                for (q, i), outcome in zip(todo, jobs, strict=True):
+                    if i == 0:
+                        out[q.qid] = outcome
+                    bar.update(1)
+                    bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
+            bar.close()
+        return {q.qid: out[q.qid] for q in queries}
 
 
 def _failed(skb: SKB, reason: str | None) -> PlanCheck:
