@@ -167,6 +167,14 @@ class RerankerConfig(_Section):
     val_split: str = "val"
 
 
+class ArtifactsConfig(_Section):
+    """How trained artifacts (mFAR weights, fusion settings, reranker adapters) are checked when loaded."""
+
+    on_mismatch: Literal["error", "warn"] = Field(
+        "error", description="an artifact whose manifest says it was made for another configuration: refuse it, "
+        "or load it with a warning naming the difference (never when it cannot load: another dimension or field set)")
+
+
 class GraspConfig(_Section):
     cache_dir: Path | None = Field(None, description="index cache root; default $GRASP_CACHE_DIR or ~/.cache/grasp")
     document_layout: str | None = Field(None, description="override the SKB's document layout")
@@ -178,6 +186,7 @@ class GraspConfig(_Section):
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()
     reranker: RerankerConfig = RerankerConfig()
+    artifacts: ArtifactsConfig = ArtifactsConfig()
     seed: int = DEFAULT_SEED
 
     @property

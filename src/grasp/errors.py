@@ -61,3 +61,7 @@ def first_error(e) -> tuple[str, str]:
 
 class InputError(GraspError):
     """A query or request parameter is invalid (empty, too long, binary, k out of range)."""
+
+
+class ArtifactMismatchError(GraspError):
+    """A trained artifact was made for another SKB or configuration than the one loading it."""

@@ -56,6 +56,21 @@ def file_fingerprint(path: Path, sample: int = 1 << 20) -> str:
     return h.hexdigest()[:16]
 
 
+def checksum(path: Path, *, exclude: frozenset[str] = frozenset()) -> str:
+    """sha256 of a file's bytes, or of a folder's files (relative paths and bytes, in name order; files
+    named in ``exclude`` left out, e.g. the folder's own record of its checksum)."""
+    path = Path(path)
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in exclude)
+    for p in files:
+        if path.is_dir():
+            h.update(p.relative_to(path).as_posix().encode() + b"\0")
+        with open(p, "rb") as f:
+            for block in iter(lambda f=f: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
 def _clear_stale(target: Path) -> None:
     for stale in target.parent.glob(f".{target.name}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)

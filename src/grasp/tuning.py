@@ -32,7 +32,7 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     else:
         setting = FusionSetting("dynamic", best.best["k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
                                 val_hit1=best.hit1, info=info)
-    ws.save_setting(setting)
+    ws.save_setting(setting, data={split: len(queries)}, context={"dense_method": dense_method})
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")
     return setting, info
@@ -70,5 +70,5 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     static = search_static(table)
     setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=rr.depth, val_hit1=static.hit1,
                                   split=split, n=len(queries), within_1pt=static.within_1pt, trained=trained)
-    ws.save_setting(setting, final_fusion_artifact(trained))
+    ws.save_setting(setting, final_fusion_artifact(trained), data={split: len(queries)}, context={"depth": rr.depth})
     return setting

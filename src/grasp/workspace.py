@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from grasp.artifacts import verify, write_manifest
 from grasp.config import GraspConfig
 from grasp.encode.encoder import Encoder, build_encoder, encoder_id
 from grasp.encode.node_vectors import NodeVectors
@@ -40,6 +41,10 @@ def final_fusion_artifact(trained: bool) -> str:
     """`grasp tune rerank [--zero-shot]`: a RerankFusionSetting."""
     return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
 
+
+ARTIFACT_LABELS = {MFAR_WEIGHTS: "mFAR weights", RERANKER_ADAPTER: "reranker adapter", FUSION_SETTING: "fusion setting",
+                   final_fusion_artifact(True): "final fusion (trained reranker)",
+                   final_fusion_artifact(False): "final fusion (zero-shot reranker)"}
 
 
 def _setting_name(cls: type[Setting], name: str | None) -> str:
@@ -110,27 +115,67 @@ class Workspace:
             return self.reranker_dir / name.removeprefix("reranker/")
         return self.cache_dir / name
 
-    def artifact(self, name: str) -> Path | None:
-        """A trained artifact: this workspace's own, else one shipped with the package for this
-        schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
-        slice of pkg, uses pkg's), else None."""
+    def _artifact_candidates(self, name: str) -> list[tuple[Path, bool]]:
         from grasp.plan.prompt import profile_of
 
-        for path in (self.artifact_path(name), SHIPPED_MODELS / self.skb.schema.name / name,
-                     SHIPPED_MODELS / profile_of(self.skb) / name):
+        return [(self.artifact_path(name), False), (SHIPPED_MODELS / self.skb.schema.name / name, True),
+                (SHIPPED_MODELS / profile_of(self.skb) / name, True)]
+
+    def artifact(self, name: str, *, check: dict[str, Any] | None = None, loadable: set[str] | None = None) -> Path | None:
+        """A trained artifact: this workspace's own, else one shipped with the package for this
+        schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
+        slice of pkg, uses pkg's), else None. With ``check`` (what the configuration about to use it
+        expects, :meth:`expects`) its manifest is verified first (:func:`grasp.artifacts.verify`)."""
+        for path, shipped in self._artifact_candidates(name):
             if path.exists():
+                if check is not None:
+                    verify(path, label=ARTIFACT_LABELS.get(name, name), skb=self.skb_identity, expected=check,
+                           shipped=shipped, on_mismatch=self.config.artifacts.on_mismatch, loadable=loadable)
                 return path
         return None
 
+    @property
+    def skb_identity(self) -> dict[str, str]:
+        return {"name": self.skb.name, "fingerprint": self.skb.fingerprint, "schema": self.skb.schema.name}
+
+    def expects(self, name: str) -> dict[str, Any]:
+        """What an artifact must have been made with to serve this configuration (mFAR's weights add
+        their field list and dimension, known once the index is open: :func:`mfar_method`)."""
+        c = self.config
+        reranker = {"reranker.model": c.reranker.model, "reranker.max_field_tokens": c.reranker.max_field_tokens,
+                    "reranker.max_neighbors": c.reranker.max_neighbors}
+        out: dict[str, Any] = {"layout": self.layout.key}
+        if name in (MFAR_WEIGHTS, FUSION_SETTING, final_fusion_artifact(False)):
+            out["encoder"] = encoder_id(c.encoder)
+        if name in (RERANKER_ADAPTER, final_fusion_artifact(True)):
+            out.update(reranker)
+        elif name == final_fusion_artifact(False):
+            out.update({k: v for k, v in reranker.items() if k != "reranker.model"})
+        return out
+
+    def record_artifact(self, name: str, *, data: dict[str, int], context: dict[str, Any] | None = None,
+                        check: dict[str, Any] | None = None, note: str = "") -> Path:
+        """Write the manifest of an artifact this workspace just made (see :mod:`grasp.artifacts`)."""
+        path = self.artifact_path(name)
+        write_manifest(path, kind=name, skb=self.skb_identity, data=data, config=check or self.expects(name),
+                       context={"planner": self.config.planner.model_dump(include={"kind", "model", "format",
+                                                                                   "samples"}),
+                                **(context or {})}, note=note)
+        return path
+
     def load_setting(self, cls: type[S], name: str | None = None) -> S | None:
-        """The setting of this type (its own file name unless ``name``), or None when none was saved."""
-        path = self.artifact(_setting_name(cls, name))
+        """The setting of this type (its own file name unless ``name``), checked against its manifest, or
+        None when none was saved."""
+        name = _setting_name(cls, name)
+        path = self.artifact(name, check=self.expects(name), loadable=set(self.expects(name)))
         return cls.load(path) if path is not None else None
 
-    def save_setting(self, setting: Setting, name: str | None = None) -> Path:
-        path = self.artifact_path(_setting_name(type(setting), name))
-        setting.save(path)
-        return path
+    def save_setting(self, setting: Setting, name: str | None = None, *, data: dict[str, int],
+                     context: dict[str, Any] | None = None) -> Path:
+        """Save a tuned setting and its manifest (``data``: the split and number of queries it was tuned on)."""
+        name = _setting_name(type(setting), name)
+        setting.save(self.artifact_path(name))
+        return self.record_artifact(name, data=data, context=context)
 
     def readiness(self) -> dict[str, str | None]:
         """For each method: None when it can run now, else what is missing and the command that makes it."""
@@ -244,12 +289,24 @@ def _graph(ws: Workspace) -> Retriever:
 
 def mfar_method(ws: Workspace, *, trained: bool = True):
     """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``)."""
-    from grasp.text.mfar.build import build_mfar
+    from grasp.text.mfar.build import build_mfar, load_weights
 
     c = ws.config
-    return build_mfar(c.mfar, ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=c.bm25, node_vectors=ws.node_vectors,
-                      dtype=c.vector_index.dtype, weights=ws.artifact(MFAR_WEIGHTS) if trained else None,
-                      progress=ws.progress)
+    retriever = build_mfar(c.mfar, ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=c.bm25,
+                           node_vectors=ws.node_vectors, dtype=c.vector_index.dtype, progress=ws.progress)
+    if trained and (path := ws.artifact(MFAR_WEIGHTS, check=mfar_expects(ws),
+                                        loadable={"encoder", "layout", "dense_fields"})) is not None:
+        load_weights(retriever, path)
+    return retriever
+
+
+def mfar_expects(ws: Workspace) -> dict[str, Any]:
+    """What mFAR's weights depend on: the encoder and layout, the (scorer:field) weights, which fields have a
+    dense scorer, and the dimension."""
+    from grasp.text.mfar.fields_index import selected_specs, weight_names
+
+    return {**ws.expects(MFAR_WEIGHTS), "weights": weight_names(selected_specs(ws.skb, ws.config.mfar.fields)),
+            "dense_fields": ws.config.mfar.dense_fields, "dim": ws.encoder.dim}
 
 
 def _fused(ws: Workspace) -> Retriever:
@@ -272,7 +329,8 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
     cfg = ws.config.reranker
     adapter = None
     if trained:
-        adapter = ws.artifact(RERANKER_ADAPTER)
+        adapter = ws.artifact(RERANKER_ADAPTER, check=ws.expects(RERANKER_ADAPTER), loadable={"layout",
+                              "reranker.max_field_tokens", "reranker.max_neighbors"})
         if adapter is None:
             raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path(RERANKER_ADAPTER)}); "
                               "run `grasp train reranker` first")

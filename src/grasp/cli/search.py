@@ -137,9 +137,12 @@ def index(ctx, skb_dir, stark_dataset, methods):
 @click.command()
 @skb_option
 @stark_option
+@click.option("--verify", is_flag=True, help="Recompute every checksum and compare it with the recorded one.")
 @click.pass_context
-def info(ctx, skb_dir, stark_dataset):
-    """Print the SKB's size, node types and relations."""
+def info(ctx, skb_dir, stark_dataset, verify):
+    """Print the SKB's size, node types and relations, its trained artifacts and its indexes."""
+    from grasp import inventory
+
     ws = workspace(ctx, skb_dir, stark_dataset)
     skb = ws.skb
     click.echo(f"{skb.name}: {skb.num_nodes:,} nodes, {skb.num_edges:,} edges, layout {ws.layout.key}")
@@ -148,7 +151,17 @@ def info(ctx, skb_dir, stark_dataset):
         click.echo(f"  node  {t:<28} {c:>10,}")
     for r, c in skb.relation_counts().items():
         click.echo(f"  edge  {r:<28} {c:>10,}")
+    arts = inventory.artifacts(ws, verify=verify)
+    click.echo("trained artifacts:" if arts else "trained artifacts: none")
+    for entry in arts:
+        click.echo(entry.line())
     click.echo(f"index cache: {ws.cache_dir}")
+    idx = inventory.indexes(ws.cache_dir, verify=verify) if ws.cache_dir.exists() else []
+    for entry in idx:
+        click.echo(entry.line())
+    if verify:
+        changed = [e.label for e in [*arts, *idx] if e.verified is False]
+        click.echo(f"verified: {'CHANGED: ' + ', '.join(changed) if changed else 'every recorded checksum holds'}")
 
 
 @click.command("plan")

@@ -23,13 +23,15 @@ def train_group() -> None:
 def train_mfar(ctx, skb_dir, stark_dataset, limit):
     """Train mFAR's field weights on the train split, early-stopping on val; resumes if interrupted."""
     from grasp.text.mfar import train
-    from grasp.workspace import mfar_method
+    from grasp.workspace import MFAR_WEIGHTS, mfar_expects, mfar_method
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.mfar
     retriever = mfar_method(ws, trained=False)
-    state = train(retriever, ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split), ws.mfar_dir,
-                  cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
+    train_q, val_q = ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split)
+    state = train(retriever, train_q, val_q, ws.mfar_dir, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
+    ws.record_artifact(MFAR_WEIGHTS, data={cfg.train_split: len(train_q), cfg.val_split: len(val_q)},
+                       check=mfar_expects(ws), context={"mfar": cfg.model_dump(mode="json")})
     for entry in state["log"]:
         click.echo(json.dumps(entry))
     click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
@@ -51,6 +53,7 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     from grasp.rerank import build_records, train_reranker
     from grasp.rerank.records import validation_pools, write_bundle
     from grasp.rerank.train import mean_loss
+    from grasp.workspace import RERANKER_ADAPTER
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.reranker
@@ -65,6 +68,8 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
         return
     state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
                            progress=ctx.obj["progress"])
+    ws.record_artifact(RERANKER_ADAPTER, data={cfg.train_split: len(queries)},
+                       context={"pool": pool, "records": len(records), "reranker": cfg.model_dump(mode="json")})
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
 

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from grasp.encode.encoder import Encoder
 from grasp.errors import IndexCorruptError
-from grasp.storage import atomic_file, stable_hash, write_json
+from grasp.storage import atomic_file, checksum, stable_hash, write_json
 
 
 class EmbeddingStore:
@@ -94,5 +94,5 @@ class EmbeddingStore:
         full = np.concatenate(parts) if parts else np.zeros((0, encoder.dim), dtype=self.dtype)
         with atomic_file(path, "wb") as f:
             np.save(f, full)
-        write_json(path.with_suffix(".json"), {**key, "shape": list(full.shape)})
+        write_json(path.with_suffix(".json"), {**key, "shape": list(full.shape), "sha256": checksum(path)})
         shutil.rmtree(partial, ignore_errors=True)

@@ -21,7 +21,7 @@ from grasp.errors import ConfigError, GraspError, IndexCorruptError
 from grasp.graph.compiler import CompiledQuery, CypherNames, assert_read_only
 from grasp.graph.engine import CypherBackend
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_dir
+from grasp.storage import atomic_dir, checksum
 
 
 def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
@@ -113,11 +113,13 @@ class KuzuBackend(CypherBackend):
                     conn.execute(f"COPY {ident} FROM '{path.as_posix()}' ({opts})")
             conn.close()
             db.close()
+            load_sha256 = checksum(csv_dir)  # what was loaded (the database files themselves are not byte-stable)
             for p in csv_dir.iterdir():
                 p.unlink()
             csv_dir.rmdir()
             (tmp / "complete.json").write_text(json.dumps({"format": self.FORMAT, "skb": skb.fingerprint,
-                                                           "labels": names.label, "relations": names.rel}))
+                                                           "labels": names.label, "relations": names.rel,
+                                                           "load_sha256": load_sha256}))
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)

@@ -15,7 +15,7 @@ from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_dir, stable_hash
+from grasp.storage import atomic_dir, checksum, stable_hash
 
 
 def make_tokenizer(config: BM25Config):
@@ -70,7 +70,7 @@ class BM25Retriever(Retriever):
             self.tokenizer.save_vocab(str(tmp))
             self.tokenizer.save_stopwords(str(tmp))
             np.save(tmp / "node_ids.npy", self.node_ids)
-            (tmp / "complete.json").write_text(json.dumps(key, sort_keys=True, default=str))
+            (tmp / "complete.json").write_text(json.dumps({**key, "sha256": checksum(tmp)}, sort_keys=True, default=str))
         self.tokenizer = make_tokenizer(self.config)  # reloaded from disk below, as on every later run
 
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:

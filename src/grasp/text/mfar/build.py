@@ -14,16 +14,23 @@ from grasp.text.mfar.retriever import MFARRetriever
 
 
 def build_mfar(cfg: MFARConfig, skb: SKB, layout: DocumentLayout, encoder: Encoder, index_dir: Path, *,
-               bm25: BM25Config, node_vectors: NodeVectors, dtype: str, weights: Path | None = None,
-               progress: bool = True) -> MFARRetriever:
-    """mFAR over the SKB's fields (indexes under ``index_dir``), with the field weights saved at
-    ``weights`` when given (`grasp train mfar`), else uniform."""
+               bm25: BM25Config, node_vectors: NodeVectors, dtype: str, progress: bool = True) -> MFARRetriever:
+    """mFAR over the SKB's fields (indexes under ``index_dir``), with uniform weights (:func:`load_weights`
+    loads trained ones)."""
     index = FieldIndex(skb, layout, encoder, index_dir, bm25=bm25, fields=cfg.fields, dense_fields=cfg.dense_fields,
                        node_vectors=node_vectors, max_names=cfg.max_names, dtype=dtype, progress=progress)
-    retriever = MFARRetriever(index, depth=cfg.depth)
-    if weights is not None:
-        import torch
+    return MFARRetriever(index, depth=cfg.depth)
 
-        retriever.weights.load_state_dict(torch.load(weights, weights_only=True))
-        retriever.trained = True
-    return retriever
+
+def load_weights(retriever: MFARRetriever, path: Path) -> None:
+    """Load the field weights `grasp train mfar` saved (checked against their manifest by the caller)."""
+    import torch
+
+    from grasp.errors import ArtifactMismatchError
+
+    try:
+        retriever.weights.load_state_dict(torch.load(path, weights_only=True))
+    except (RuntimeError, KeyError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise ArtifactMismatchError(f"mFAR weights ({path}) do not fit this index: {first}") from None
+    retriever.trained = True

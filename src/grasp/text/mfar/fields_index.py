@@ -45,6 +45,21 @@ class _FieldLayout(DocumentLayout):
         return field_text(skb, node, self.spec, self.base, max_names=self.max_names)
 
 
+def selected_specs(skb: SKB, fields: Sequence[str] | None) -> list[FieldSpec]:
+    """The SKB's fields that ``mfar.fields`` keeps (all when None)."""
+    specs = field_specs(skb)
+    chosen = [s for s in specs if fields is None or s.name in fields]
+    if not chosen:
+        raise ConfigError(f"mfar.fields {list(fields or [])} names none of this SKB's fields: "
+                          f"{', '.join(s.name for s in specs)}")
+    return chosen
+
+
+def weight_names(specs: Sequence[FieldSpec]) -> list[str]:
+    """mFAR's (scorer:field) weights in their order: every field's BM25, then every field's dense."""
+    return [f"bm25:{s.name}" for s in specs] + [f"dense:{s.name}" for s in specs]
+
+
 class FieldIndex:
     def __init__(self, skb: SKB, layout: DocumentLayout, encoder: Encoder, root: Path, *,
                  bm25: BM25Config | None = None, fields: Sequence[str] | None = None,
@@ -55,11 +70,7 @@ class FieldIndex:
         self.node_ids = skb.candidate_ids
         self.row_of = {int(n): r for r, n in enumerate(self.node_ids.tolist())}
         self._nodes_hash = stable_hash(self.node_ids.tolist())
-        specs = field_specs(skb)
-        self.specs = [s for s in specs if fields is None or s.name in fields]
-        if not self.specs:
-            raise ConfigError(f"mfar.fields {list(fields or [])} names none of this SKB's fields: "
-                              f"{', '.join(s.name for s in specs)}")
+        self.specs = selected_specs(skb, fields)
         self.layouts = [_FieldLayout(layout, s, max_names) for s in self.specs]
         store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
         self.lexical: list[BM25Retriever] = []

@@ -12,7 +12,7 @@ import torch
 from grasp.progress import announce
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
-from grasp.text.mfar.fields_index import FieldIndex
+from grasp.text.mfar.fields_index import FieldIndex, weight_names
 from grasp.text.mfar.model import FieldWeights
 
 
@@ -66,8 +66,7 @@ class MFARRetriever(Retriever):
         return run
 
     def weight_names(self) -> list[str]:
-        names = [s.name for s in self.index.specs]
-        return [f"bm25:{n}" for n in names] + [f"dense:{n}" for n in names]
+        return weight_names(self.index.specs)
 
     def field_weights(self, w: np.ndarray) -> dict[str, float]:
         """The active (scorer:field) weights of one query, for explanations."""

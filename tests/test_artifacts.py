@@ -1,0 +1,139 @@
+"""Artifacts carry their provenance: manifests checked at load, checksums of indexes in `grasp info`."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from grasp.artifacts import ArtifactManifest, manifest_path, read_manifest, verify, write_manifest
+from grasp.cli import main
+from grasp.errors import ArtifactMismatchError
+from grasp.packaged import SHIPPED_MODELS
+from grasp.storage import checksum
+from grasp.workspace import ARTIFACT_LABELS
+from tests.conftest import write_toy
+
+SKB = {"name": "toy", "fingerprint": "f00d", "schema": "toy"}
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    path = tmp_path / "fusion.json"
+    path.write_text('{"k": 60}')
+    write_manifest(path, kind="fusion.json", skb=SKB, data={"val": 4}, config={"encoder": "e1", "dim": 384})
+    return path
+
+
+def test_a_manifest_describes_its_artifact(artifact):
+    m = read_manifest(artifact)
+    assert m.kind == "fusion.json" and m.data == {"val": 4} and m.skb == SKB
+    assert m.sha256 == checksum(artifact) and m.code.startswith("grasp ")
+    assert verify(artifact, label="fusion", skb=SKB, expected={"encoder": "e1", "dim": 384}, shipped=False) == m
+
+
+def test_a_changed_artifact_or_configuration_is_refused(artifact):
+    with pytest.raises(ArtifactMismatchError, match=r"encoder: made with 'e1', this configuration has 'e2'"):
+        verify(artifact, label="fusion", skb=SKB, expected={"encoder": "e2"}, shipped=False)
+    with pytest.raises(ArtifactMismatchError, match="made on SKB toy f00d, this is toy beef"):
+        verify(artifact, label="fusion", skb={**SKB, "fingerprint": "beef"}, expected={}, shipped=False)
+    artifact.write_text('{"k": 20}')
+    with pytest.raises(ArtifactMismatchError, match="changed after its manifest was written"):
+        verify(artifact, label="fusion", skb=SKB, expected={}, shipped=False)
+
+
+def test_warn_loads_what_can_load_and_never_what_cannot(artifact):
+    with pytest.warns(UserWarning, match="encoder: made with 'e1'.*loaded anyway"):
+        verify(artifact, label="fusion", skb=SKB, expected={"encoder": "e2"}, shipped=False, on_mismatch="warn",
+               loadable={"encoder"})
+    with pytest.raises(ArtifactMismatchError, match="dim: made with 384, this configuration has 768"):
+        verify(artifact, label="fusion", skb=SKB, expected={"dim": 768}, shipped=False, on_mismatch="warn",
+               loadable={"encoder"})
+
+
+def test_shipped_artifacts_warn_on_another_skb_unless_validated_there(artifact):
+    other = {**SKB, "fingerprint": "beef"}
+    with pytest.warns(UserWarning, match="made on toy f00d; used for toy beef"):
+        verify(artifact, label="fusion", skb=other, expected={}, shipped=True)
+    m = read_manifest(artifact)
+    m.validated_on = ["beef"]
+    m.save(manifest_path(artifact))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verify(artifact, label="fusion", skb=other, expected={}, shipped=True)
+
+
+def test_every_shipped_artifact_has_a_manifest_that_holds():
+    found = 0
+    for kb in ("bio", "pkg"):
+        for name in ARTIFACT_LABELS:
+            path = SHIPPED_MODELS / kb / name
+            assert path.exists(), path
+            m = ArtifactManifest.load(manifest_path(path))
+            assert m.sha256 == checksum(path), f"{path}: shipped artifact changed; rerun scripts/write_shipped_manifests.py"
+            assert m.skb["name"] == kb and m.skb["schema"] == kb and m.data, path
+            found += 1
+    assert found == 10
+
+
+@pytest.mark.slow
+def test_trained_weights_are_checked_when_loaded(tmp_path, capsys, monkeypatch):
+    """`grasp train mfar` records a manifest. Shipped for the schema (a workspace's own are kept per
+    configuration), the weights loaded with another field set or encoder are one line naming the
+    difference, or a warning where the user asks for one and the weights can still load."""
+    import shutil
+
+    import grasp.workspace
+
+    toy = write_toy(tmp_path / "toy")
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.epochs=1", "--set", "mfar.batch_size=2",
+            "--set", "mfar.train_split=test", "--set", "mfar.val_split=test", "--set", "encoder.max_length=128"]
+    main([*base, "train", "mfar", "--skb", str(toy)])
+    weights = next((tmp_path / "c").rglob("weights.pt"))
+    m = read_manifest(weights)
+    assert m.data == {"test": 2} and m.skb["name"] == "toy" and m.config["dim"] == 384
+    assert m.config["weights"][0] == "bm25:name" and m.config["encoder"].endswith(":len128")
+    shipped = tmp_path / "shipped"
+    (shipped / "toy" / "mfar").mkdir(parents=True)
+    for p in (weights, manifest_path(weights)):
+        shutil.copy(p, shipped / "toy" / "mfar" / p.name)
+    shutil.rmtree(weights.parent)
+    monkeypatch.setattr(grasp.workspace, "SHIPPED_MODELS", shipped)
+    capsys.readouterr()
+
+    def eval_with(*extra):
+        with pytest.raises(SystemExit) as e:
+            main([*base, *extra, "eval", "--skb", str(toy), "--method", "mfar"])
+        return e.value.code, capsys.readouterr().err
+
+    code, err = eval_with("--set", 'mfar.fields=["name", "single"]')
+    assert code == 2 and "mFAR weights" in err and "weights: made with ['bm25:name'" in err
+    assert err.strip().count("\n") == 0
+    code, err = eval_with("--set", "encoder.max_length=64")
+    assert code == 2 and "encoder: made with 'st:sentence-transformers/all-MiniLM-L6-v2:len128'" in err
+    assert "artifacts.on_mismatch=warn" in err
+    with pytest.warns(UserWarning, match="loaded anyway"):
+        main([*base, "--set", "encoder.max_length=64", "--set", "artifacts.on_mismatch=warn", "eval", "--skb",
+              str(toy), "--method", "mfar"])
+
+
+def test_info_prints_and_verifies_index_checksums(tmp_path, capsys):
+    toy = write_toy(tmp_path / "toy")
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "encoder.max_length=128"]
+    main([*base, "index", "--skb", str(toy), "--method", "bm25", "--method", "dense"])
+    record = next((tmp_path / "c").rglob("bm25-*/complete.json"))
+    recorded = json.loads(record.read_text())["sha256"]
+    assert recorded == checksum(record.parent, exclude=frozenset({"complete.json"}))
+    capsys.readouterr()
+    main([*base, "info", "--skb", str(toy), "--verify"])
+    out = capsys.readouterr().out
+    assert f"sha256 {recorded[:12]}  ok" in out and "every recorded checksum holds" in out
+    vectors = next((tmp_path / "c").rglob("embeddings/doc-*.npy"))
+    arr = np.load(vectors)
+    arr[0, 0] += 1
+    np.save(vectors, arr)
+    main([*base, "info", "--skb", str(toy), "--verify"])
+    out = capsys.readouterr().out
+    assert "CHANGED since it was built" in out and "CHANGED: vectors embeddings/doc-" in out
