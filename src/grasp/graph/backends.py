@@ -177,14 +177,40 @@ class Neo4jBackend(CypherBackend):
     def _session(self):
         return self._driver.session(database=self.database) if self.database else self._driver.session()
 
-    def _loaded(self, skb: SKB) -> bool:
+    def _markers(self) -> tuple[str | None, str | None]:
+        """(fingerprint of the complete load, fingerprint of a load begun), each None when absent."""
         with self._session() as s:
-            rec = s.run("MATCH (m:GraspMeta) RETURN m.fingerprint AS f").single()
-        return rec is not None and rec["f"] == skb.fingerprint
+            done = s.run("MATCH (m:GraspMeta) RETURN m.fingerprint AS f").single()
+            begun = s.run("MATCH (m:GraspLoading) RETURN m.fingerprint AS f").single()
+        return (done["f"] if done else None), (begun["f"] if begun else None)
+
+    def _loaded(self, skb: SKB) -> bool:
+        """Whether this SKB's graph is completely loaded. A database holding another SKB's graph, or nodes
+        grasp did not load, is refused: loading into it would mix two graphs."""
+        done, begun = self._markers()
+        where = f"the graph database{f' {self.database!r}' if self.database else ''}"
+        if done not in (None, skb.fingerprint) or begun not in (None, skb.fingerprint):
+            raise GraspError(f"{where} holds another SKB's graph (fingerprint {done or begun}, this SKB is "
+                             f"{skb.fingerprint}): point graph.database at an empty database, or clear this one")
+        if done is None and begun is None and self._count_nodes() > 0:
+            raise GraspError(f"{where} holds nodes that grasp did not load: point graph.database at an empty "
+                             "database, or clear this one")
+        return done is not None
+
+    def _count_nodes(self) -> int:
+        with self._session() as s:
+            return sum(s.run(f"MATCH (n:{ident}) RETURN count(n) AS c").single()["c"] for ident in self.names.label.values())
 
     def _load(self, skb: SKB, batch: int) -> None:
+        """Load the SKB. A marker says a load has begun, another that it is complete (written last); a load
+        that was interrupted (begun, not complete) is cleared and run again, so each node and edge is there once."""
         names = self.names
         with self._session() as s:
+            if self._markers()[1] is not None:  # what an interrupted load of this SKB left
+                for ident in names.label.values():
+                    s.run(f"MATCH (n:{ident}) DETACH DELETE n").consume()
+            else:
+                s.run("CREATE (m:GraspLoading {fingerprint: $f})", f=skb.fingerprint).consume()
             for t, ident in names.label.items():
                 ids = skb.nodes_of_type(t).tolist()
                 for lo in range(0, len(ids), batch):
@@ -203,6 +229,7 @@ class Neo4jBackend(CypherBackend):
                     s.run(f"UNWIND $rows AS r MATCH (a:{src_l} {{id: r.s}}) MATCH (b:{dst_l} {{id: r.d}}) "
                           f"CREATE (a)-[:{rel}]->(b)", rows=rows).consume()
             s.run("CREATE (m:GraspMeta {fingerprint: $f})", f=skb.fingerprint).consume()
+            s.run("MATCH (m:GraspLoading) DELETE m").consume()
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)
