@@ -146,3 +146,42 @@ def prepared_toy(tmp_path_factory):
         main([*base, "tune", "rerank", "--skb", str(toy), "--zero-shot", "--split", "test"])
         searcher = Searcher.open(toy, method="auto", config=load_config(None, overrides))
         yield searcher, srv
+
+
+BOLT_PASSWORD = "grasp-test-pw"
+BOLT_DATABASES = "randgraph,toy,service"  # one database per test module that loads a graph
+
+
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory):
+    """A real Bolt server (ArcadeDB with its Bolt plugin) in a helper process (see tests/bolt_server.py),
+    shared by the tests that need one; under CI=1 a server that cannot start is a failure."""
+    import importlib.util
+    import socket
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("arcadedb_embedded") is None or importlib.util.find_spec("neo4j") is None:
+        skip_unless_ci("arcadedb-embedded and neo4j (dev extras) provide the Bolt test server")
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    bolt, http = free_port(), free_port()
+    work = tmp_path_factory.mktemp("arcade")
+    helper = Path(__file__).with_name("bolt_server.py")
+    proc = subprocess.Popen([sys.executable, str(helper), str(work / "db"), str(bolt), str(http), BOLT_PASSWORD,
+                             BOLT_DATABASES], cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()  # blocks until READY, or "" if the helper died
+    if line.strip() != "READY":
+        proc.kill()
+        skip_unless_ci("the ArcadeDB Bolt server could not start in its helper process")
+    yield f"bolt://127.0.0.1:{bolt}"
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()

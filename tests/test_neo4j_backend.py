@@ -3,51 +3,10 @@ here on loopback with its Bolt plugin, which the official neo4j driver talks to.
 
 from __future__ import annotations
 
-import importlib.util
-import socket
-
 import pytest
 
-from tests.conftest import skip_unless_ci
+from tests.conftest import BOLT_PASSWORD as PASSWORD
 from tests.random_plans import compare_with_memory, random_skb
-
-if importlib.util.find_spec("arcadedb_embedded") is None:  # not imported here: the server runs in a helper process
-    pytest.skip("arcadedb-embedded (dev extra) provides the Bolt test server", allow_module_level=True)
-pytest.importorskip("neo4j")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-PASSWORD = "grasp-test-pw"
-
-
-@pytest.fixture(scope="module")
-def bolt_server(tmp_path_factory):
-    """A real Bolt server in a helper process (see tests/bolt_server.py)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    bolt, http = _free_port(), _free_port()
-    work = tmp_path_factory.mktemp("arcade")
-    helper = Path(__file__).with_name("bolt_server.py")
-    proc = subprocess.Popen([sys.executable, str(helper), str(work / "db"), str(bolt), str(http), PASSWORD,
-                             "randgraph,toy"], cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()  # blocks until READY, or "" if the helper died
-    if line.strip() != "READY":
-        proc.kill()
-        skip_unless_ci("the ArcadeDB Bolt server could not start in its helper process")
-    yield f"bolt://127.0.0.1:{bolt}"
-    proc.stdin.close()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def _backend(uri, skb, db):
