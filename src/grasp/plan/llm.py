@@ -16,8 +16,12 @@ import time
 import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp.errors import ConfigError, GraspError
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class LLMError(GraspError):
@@ -66,10 +70,10 @@ class OpenAIChatClient(ChatClient):
                 last = e
                 time.sleep(min(0.5 * 2**attempt, 4))
                 continue
-            if r.status_code == 400 and "response_format" in body and "response_format" in r.text:
+            if r.status_code == 400 and "response_format" in body and _refuses_schema(r.text):
                 body.pop("response_format")  # the server has no structured output: plain JSON prompting
                 self.structured = False
-                warnings.warn(f"{self.base_url} refuses JSON-schema structured output ({r.text[:120]!r}); planning "
+                warnings.warn(f"{self.base_url} refuses JSON-schema structured output ({_error_message(r)[:240]!r}); planning "
                               "goes on without the grammar, so plans are checked by the validator alone",
                               UserWarning, stacklevel=2)  # once: the client stops asking
                 continue
@@ -84,6 +88,23 @@ class OpenAIChatClient(ChatClient):
             except (ValueError, KeyError, IndexError, TypeError):
                 raise LLMError(f"{self.base_url} returned no chat completion: {r.text[:200]}") from None
         raise LLMError(f"{self.base_url} failed after {self.retries} tries: {last}")
+
+
+def _error_message(r: httpx.Response) -> str:
+    """The server's own words: an OpenAI-style ``{"error": {"message": ...}}``, else the body."""
+    try:
+        error = r.json().get("error")
+        return str(error.get("message") if isinstance(error, dict) else error or r.text)
+    except (ValueError, AttributeError):
+        return r.text
+
+
+def _refuses_schema(error: str) -> bool:
+    """Whether a 400 answer refuses the structured output itself: a server without ``response_format``
+    (it names the field), or one that cannot compile this JSON schema into a grammar (llama.cpp: "JSON
+    schema error ...", when its converter lacks a feature the schema uses)."""
+    text = error.lower()
+    return "response_format" in text or "json schema" in text or "json_schema" in text or "grammar" in text
 
 
 class LocalGGUFClient(ChatClient):
