@@ -4,8 +4,9 @@ MRR on the bundle's validation pools.
 
     python scripts/train_reranker_bundle.py bundle.json.xz OUT_DIR [--model DIR] [--lr 2e-4] [--epochs 4]
 
-OUT_DIR/adapter is what `grasp` loads: copy it to the reranker folder `grasp info` names (or the
-folder the README gives) on the machine that serves queries.
+OUT_DIR/adapter is what `grasp` loads: copy it and its manifest (OUT_DIR/adapter.manifest.json, written from
+what the bundle records about its SKB and configuration) to the reranker folder the README names on the
+machine that serves queries.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from grasp.artifacts import write_manifest  # noqa: E402
 from grasp.config import DEFAULT_SEED, RerankerConfig  # noqa: E402
 from grasp.rerank import load_trained_reranker  # noqa: E402
 from grasp.rerank.records import read_bundle  # noqa: E402
@@ -48,6 +50,13 @@ def main() -> None:
                "loss_first": mean_loss(state["log"], True), "loss_last": mean_loss(state["log"], False),
                "val": val, "config": {**cfg.model_dump(mode="json"), "seed": seed}, "device": str(next(reranker.model.parameters()).device)}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    made = bundle["info"].get("manifest")
+    if made:  # bundles exported before manifests carry none: the adapter then loads unchecked, with a warning
+        write_manifest(args.out / "adapter", kind="reranker/adapter", skb=made["skb"], data=made["data"],
+                       config={**made["config"], "reranker.model": cfg.model},
+                       context={"pool": bundle["info"].get("pool"), "records": len(bundle["records"]),
+                                "trained_by": "scripts/train_reranker_bundle.py", "device": summary["device"],
+                                "reranker": summary["config"]})
     print(json.dumps(summary))
 
 

@@ -96,6 +96,12 @@ def test_bundle_export_then_train_elsewhere(toy_dir, tmp_path):
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["val"]["n"] == len(b["val_pools"]) and 0 <= summary["val"]["hit@1"] <= 1
     assert (tmp_path / "o" / "adapter" / "adapter_config.json").exists()
+    from grasp.artifacts import read_manifest
+    from grasp.storage import checksum
+
+    m = read_manifest(tmp_path / "o" / "adapter")  # what the bundle recorded of its SKB and configuration
+    assert m.skb["name"] == "toy" and m.data == {"test": 2} and m.config["reranker.model"] == "minilm"
+    assert m.sha256 == checksum(tmp_path / "o" / "adapter") and m.context["records"] == len(b["records"])
     (tmp_path / "bad.json.xz").write_bytes(b"nope")
     with pytest.raises(FormatError, match="bad.json.xz: not a readable reranker bundle"):
         read_bundle(tmp_path / "bad.json.xz")

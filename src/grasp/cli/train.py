@@ -63,7 +63,9 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     if export_path is not None:
         val = ws.queries(split=cfg.val_split)
         counts = write_bundle(export_path, records, validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth),
-                              serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump()})
+                              serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump(),
+                                               "manifest": {"skb": ws.skb_identity, "data": {cfg.train_split: len(queries)},
+                                                            "config": ws.expects(RERANKER_ADAPTER)}})
         click.echo(f"{counts} -> {export_path}")
         return
     state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
