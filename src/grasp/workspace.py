@@ -139,8 +139,8 @@ class Workspace:
         return {"name": self.skb.name, "fingerprint": self.skb.fingerprint, "schema": self.skb.schema.name}
 
     def expects(self, name: str) -> dict[str, Any]:
-        """What an artifact must have been made with to serve this configuration (mFAR's weights add
-        their field list and dimension, known once the index is open: :func:`mfar_method`)."""
+        """What an artifact must have been made with to serve this configuration (:func:`mfar_expects`
+        adds mFAR's weight list, dense fields and dimension)."""
         c = self.config
         reranker = {"reranker.model": c.reranker.model, "reranker.max_field_tokens": c.reranker.max_field_tokens,
                     "reranker.max_neighbors": c.reranker.max_neighbors}
