@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp.artifacts import write_manifest
+from grasp.artifacts import code_version, write_manifest
 from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import (
@@ -52,7 +52,8 @@ def main() -> None:
                 split, count = (tuned.split, tuned.n) if tuned else ("val", 85 if kb == "bio" else 100)
                 check, data, context = ws.expects(name), {split: count}, planner
             manifest = write_manifest(path, kind=name, skb=ws.skb_identity, data=data, config=check, context=context,
-                                      note=NOTE, validated_on=[demo] if kb == "pkg" else [])
+                                      note=NOTE, validated_on=[demo] if kb == "pkg" else [],
+                                      code=f"made before manifests (manifest by {code_version()})")
             print(f"{kb}: {name} {manifest.sha256[:12]} {data}")
 
 

@@ -62,10 +62,11 @@ class ArtifactManifest(Setting):
 
 def write_manifest(artifact: Path, *, kind: str, skb: dict[str, str], data: dict[str, int],
                    config: dict[str, Any], context: dict[str, Any] | None = None, note: str = "",
-                   validated_on: list[str] | None = None) -> ArtifactManifest:
-    """Describe ``artifact`` (which must be complete) in its sidecar, written atomically."""
+                   validated_on: list[str] | None = None, code: str | None = None) -> ArtifactManifest:
+    """Describe ``artifact`` (which must be complete) in its sidecar, written atomically; ``code`` is the
+    version that made it (default: this one)."""
     manifest = ArtifactManifest(kind=kind, sha256=checksum(artifact), skb=dict(skb), data=dict(data),
-                                config=_plain(config), context=_plain(context or {}), code=code_version(),
+                                config=_plain(config), context=_plain(context or {}), code=code or code_version(),
                                 created=datetime.now(UTC).isoformat(timespec="seconds"), note=note,
                                 validated_on=list(validated_on or []))
     manifest.save(manifest_path(artifact))
