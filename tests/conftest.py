@@ -148,6 +148,15 @@ def prepared_toy(tmp_path_factory):
         yield searcher, srv
 
 
+def free_port() -> int:
+    """A TCP port free on loopback now (for the test servers)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 BOLT_PASSWORD = "grasp-test-pw"
 BOLT_DATABASES = "randgraph,toy,service"  # one database per test module that loads a graph
 
@@ -157,18 +166,11 @@ def bolt_server(tmp_path_factory):
     """A real Bolt server (ArcadeDB with its Bolt plugin) in a helper process (see tests/bolt_server.py),
     shared by the tests that need one; under CI=1 a server that cannot start is a failure."""
     import importlib.util
-    import socket
     import subprocess
     import sys
 
     if importlib.util.find_spec("arcadedb_embedded") is None or importlib.util.find_spec("neo4j") is None:
         skip_unless_ci("arcadedb-embedded and neo4j (dev extras) provide the Bolt test server")
-
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
     bolt, http = free_port(), free_port()
     work = tmp_path_factory.mktemp("arcade")
     helper = Path(__file__).with_name("bolt_server.py")

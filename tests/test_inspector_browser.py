@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -37,9 +36,7 @@ def server(prepared_toy):
     from grasp.service import create_app
 
     searcher, _ = prepared_toy
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(searcher), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

@@ -6,7 +6,6 @@ without a schema."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -14,7 +13,7 @@ from grasp.config import PlannerConfig
 from grasp.plan.build import local_planner_path
 from grasp.plan.llm import OpenAIChatClient
 from grasp.storage import cache_root
-from tests.conftest import skip_unless_ci
+from tests.conftest import free_port, skip_unless_ci
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +30,7 @@ def llama_server():
         skip_unless_ci(f"the planner model is not on this machine ({model}): grasp fetch planner")
     import xllamacpp as xl
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     p = xl.CommonParams()
     p.model.path = str(model)
     p.port = port

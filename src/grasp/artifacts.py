@@ -9,6 +9,7 @@ version, and a checksum of the artifact itself, so a manifest can never vouch fo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import warnings
 from dataclasses import dataclass, field
@@ -80,8 +81,6 @@ def read_manifest(artifact: Path) -> ArtifactManifest | None:
 
 def _plain(obj: Any) -> Any:
     """JSON's view of a value (tuples become lists), so recorded and expected values compare equal."""
-    import json
-
     return json.loads(json.dumps(obj, default=str))
 
 
@@ -90,13 +89,10 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def differences(manifest: ArtifactManifest, expected: dict[str, Any]) -> list[str]:
-    """What this configuration expects that the artifact was not made with, one phrase each."""
-    out = []
-    for key, want in _plain(expected).items():
-        if key in manifest.config and manifest.config[key] != want:
-            out.append(f"{key}: made with {_short(manifest.config[key])}, this configuration has {_short(want)}")
-    return out
+def differences(manifest: ArtifactManifest, expected: dict[str, Any]) -> dict[str, str]:
+    """What this configuration expects that the artifact was not made with: key -> one phrase."""
+    return {key: f"{key}: made with {_short(manifest.config[key])}, this configuration has {_short(want)}"
+            for key, want in _plain(expected).items() if key in manifest.config and manifest.config[key] != want}
 
 
 def verify(artifact: Path, *, label: str, skb: dict[str, str], expected: dict[str, Any], shipped: bool,
@@ -124,10 +120,10 @@ def verify(artifact: Path, *, label: str, skb: dict[str, str], expected: dict[st
         problems.append(f"made on SKB {manifest.skb.get('name')} {manifest.skb.get('fingerprint')}, "
                         f"this is {skb.get('name')} {skb.get('fingerprint')}")
     diffs = differences(manifest, expected)
-    problems += diffs
+    can_load = not problems and set(diffs) <= (loadable or set())  # only configuration differences, all loadable
+    problems += diffs.values()
     if problems:
         message = f"{label} ({artifact}) does not fit: " + "; ".join(problems)
-        can_load = {d.split(":", 1)[0] for d in diffs} <= (loadable or set()) and len(problems) == len(diffs)
         if on_mismatch == "warn" and can_load:
             warnings.warn(message + " (loaded anyway: artifacts.on_mismatch=warn)", stacklevel=2)
         else:

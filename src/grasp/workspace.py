@@ -167,7 +167,8 @@ class Workspace:
         """The setting of this type (its own file name unless ``name``), checked against its manifest, or
         None when none was saved."""
         name = _setting_name(cls, name)
-        path = self.artifact(name, check=self.expects(name), loadable=set(self.expects(name)))
+        expected = self.expects(name)
+        path = self.artifact(name, check=expected, loadable=set(expected))
         return cls.load(path) if path is not None else None
 
     def save_setting(self, setting: Setting, name: str | None = None, *, data: dict[str, int],
