@@ -139,7 +139,7 @@ def prepared_toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared")
     toy = write_toy(root / "toy")
     with FakeChatServer([GOOD]) as srv:
-        overrides = [f"cache_dir={root / 'cache'}", "planner.kind=openai", f"planner.base_url={srv.url}",
+        overrides = [f"cache_dir={root / 'cache'}", "planner.kind=openai", "planner.format=flat", f"planner.base_url={srv.url}",
                      "planner.model=fake", "graph.engine=memory", "encoder.max_length=128"]
         base = ["-q"] + [x for o in overrides for x in ("--set", o)]
         main([*base, "tune", "fusion", "--skb", str(toy), "--split", "test", "--dense-method", "dense"])

@@ -130,7 +130,7 @@ def test_tune_fusion_and_fused_method_end_to_end(toy_dir, tmp_path, capsys):
     from tests.test_planner import GOOD
 
     with FakeChatServer([GOOD]) as srv:
-        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",
                 "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory"]
         png = tmp_path / "heat.png"
         main([*base, "tune", "fusion", "--skb", str(toy_dir), "--split", "test", "--dense-method", "dense",

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 def test_all_stages(toy_dir, tmp_path, capsys):
     with FakeChatServer([GOOD]) as srv:
-        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",
                 "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory",
                 "--set", "reranker.train_split=test", "--set", "reranker.val_split=test", "--set", "reranker.epochs=1",
                 "--set", "reranker.global_batch=2", "--set", "reranker.micro_batch=1", "--set", "reranker.group_size=4",

@@ -146,7 +146,7 @@ def test_graph_method_end_to_end(toy_dir, tmp_path, capsys):
 
     with FakeChatServer([GOOD]) as srv:
         for engine in ("kuzu", "memory"):
-            base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+            base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",
                     "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake",
                     "--set", f"graph.engine={engine}"]
             main([*base, "plan", "sodium channel genes on chromosome 2", "--skb", str(toy_dir), "--json"])
@@ -192,7 +192,7 @@ def test_examples_drawn_from_train_split(toy_dir, tmp_path, capsys):
     from grasp.workspace import Workspace
 
     with FakeChatServer([GOOD]) as srv:
-        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai",
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",
                 "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory"]
         main([*base, "plans", "examples", "--skb", str(toy_dir), "--split", "test"])
         assert "1 examples" in capsys.readouterr().out  # query 1 (genes on chromosome 2) retrieves its gold
@@ -347,6 +347,59 @@ def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, se
         assert set(ranking.node_ids[:2].tolist()) == top and t.n_cand == 3
     again = ws.retriever("graph").batch_search([q])["1"]  # every sample is cached: no new call
     assert len(client.calls) == 3 and again.node_ids.tolist() == ranking.node_ids.tolist()
+
+
+@pytest.mark.parametrize("anchor, label, floor, confidence, risk", [
+    ("Chr 2", "chromosome", 0.9, 1.0, "normal"),              # an abbreviation: every word is in "chromosome 2"
+    ("sodium ion transport", "process", 0.9, 1.0, "normal"),  # the node's own name
+    # a description bound as a gene name: its best gene matches it poorly, the plan drops a risk level...
+    ("a pigment made of small molecules", "gene", 0.9, None, "weak"),
+    ("a pigment made of small molecules", "gene", 0.0, None, "normal"),  # ... unless graph.link_floor is 0
+])
+def test_a_plan_whose_anchor_names_no_node_is_riskier(toy_dir, tmp_path, anchor, label, floor, confidence, risk):
+    """Stage 1 records how well the weakest name anchor names its node (cosine, or 1 when the node's name holds
+    every word of the anchor); below graph.link_floor the risk level drops a step, the candidates stay."""
+    from grasp.config import load_config
+    from grasp.results import Query
+    from grasp.workspace import Workspace
+
+    rel = {"chromosome": "on_chromosome", "process": "involved_in", "gene": "involved_in"}[label]
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
+                             f"graph.link_floor={floor}"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    reply = _plan(anchor, label, rel) if label != "gene" else json.dumps({
+        "anchors": [{"var": "A", "text": anchor, "label": "gene", "match_mode": "name"}],
+        "hops": [{"from": "A", "rel": "involved_in", "to_var": "T", "to_label": "process"}],
+        "target": {"var": "T", "labels": ["process"], "relevance_text": ""}, "risk_level": "normal"})
+    ws.planner = Planner(ws.skb, _SeededClient({None: reply}), PlanCache(tmp_path / "p.jsonl"), retries=0,
+                         builder=PromptBuilder(ws.skb))
+    t = ws.retriever("graph").batch_search([Query("1", "q", [1])])["1"].trace
+    assert t.plan_status == "valid" and t.n_cand > 0 and t.risk_level == risk
+    if confidence is not None:
+        assert t.link_confidence == confidence
+    else:
+        assert 0 < t.link_confidence < 0.9
+
+
+def test_link_confidence_reads_words_and_cosines():
+    import numpy as np
+
+    from grasp.graph.linking import Binding, link_confidence, match_quality, words_contained
+    from grasp.plan.model import Anchor
+
+    assert words_contained("Chr 22", "chromosome 22") and words_contained("b3galt6", "B3GALT6")
+    assert not words_contained("chromosome 2", "chromosome 22") and not words_contained("", "x")
+    assert not words_contained("pigments products", "CAPRIN2")
+    assert match_quality("nucleoplasm", "NUBPL", 0.416) == 0.416 and match_quality("Chr 2", "chromosome 2", 0.4) == 1.0
+    names = ["CAPRIN2", "chromosome 22", "defense response"]
+    anchors = [Anchor(var="A", text="Chr 22", label="chromosome"), Anchor(var="B", text="pigments", label="gene"),
+               Anchor(var="D", text="defense response to injury", label="process", match_mode="doc")]
+    bindings = {"A": Binding("A", np.array([1]), np.array([0.47])), "B": Binding("B", np.array([0]), np.array([0.31])),
+                "D": Binding("D", np.array([2]), np.array([0.2]))}
+    assert link_confidence(anchors, bindings, names) == pytest.approx(0.31)  # doc-mode anchors are not judged
+    assert link_confidence(anchors[:1], bindings, names) == 1.0
+    assert link_confidence(anchors[1:2], {"B": Binding("B", np.array([], dtype=np.int64), np.array([]))}, names) == 0.0
+    assert link_confidence(anchors[2:], bindings, names) is None
 
 
 def test_an_engine_failure_degrades_that_query_alone(toy_dir, tmp_path):

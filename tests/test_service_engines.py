@@ -48,7 +48,7 @@ def test_no_request_can_write_to_the_graph_database(engine_overrides, tmp_path):
 
     toy = write_toy(tmp_path / "toy")
     with FakeChatServer([PLAN]) as srv:
-        overrides = [f"cache_dir={tmp_path / 'cache'}", "planner.kind=openai", f"planner.base_url={srv.url}",
+        overrides = [f"cache_dir={tmp_path / 'cache'}", "planner.kind=openai", "planner.format=flat", f"planner.base_url={srv.url}",
                      "planner.model=fake", "encoder.max_length=128", *engine_overrides]
         searcher = Searcher.open(toy, method="graph", config=load_config(None, overrides))
         engine = searcher.workspace.retriever("graph").engine

@@ -82,8 +82,8 @@ class PlannerConfig(_Section):
         "(Stage 2 then uses the dense branch alone)")
     grammar: bool = Field(True, description="constrain decoding with a JSON schema built from the SKB's schema")
     format: Literal["flat", "nested"] = Field(
-        "flat", description="the plan the model writes: flat (anchors, hops, target: the shipped plans) or nested (a "
-        "tree rooted at the target, whose grammar cannot express a malformed plan; grasp.plan.nested)")
+        "nested", description="the plan the model writes: nested (a tree rooted at the target, whose grammar cannot "
+        "express a malformed plan; grasp.plan.nested) or flat (anchors, hops, target: the earlier format)")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "
                          "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "
@@ -112,6 +112,9 @@ class GraphConfig(_Section):
     doc_k: int = Field(10, ge=1)
     doc_tau: float = Field(0.90, ge=0, le=1)
     rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
+    link_floor: float = Field(0.9, ge=0, le=1, description="a plan whose weakest name anchor names its best node "
+                              "less well than this (cosine, or 1 when the name holds every word of the anchor) drops "
+                              "one risk level, so that fusion leans on the dense branch; 0: off")
     buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
     neo4j_uri: str = "bolt://localhost:7687"
     neo4j_user: str = "neo4j"

@@ -198,7 +198,8 @@ def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
     if trace.samples:
         statuses = ", ".join(f"{x['status']} ({x['n_cand']})" for x in trace.samples)
         click.echo(f"sampled plans: {statuses}; agreement {trace.agreement}")
-    click.echo(f"n_cand: {trace.n_cand}   risk_level: {trace.risk_level}   timings (ms): {trace.timings_ms}")
+    confidence = "" if trace.link_confidence is None else f"   link confidence: {trace.link_confidence:.3f}"
+    click.echo(f"n_cand: {trace.n_cand}   risk_level: {trace.risk_level}{confidence}   timings (ms): {trace.timings_ms}")
     print_ranking(ws, ranking)
 
 

@@ -4,6 +4,8 @@ tau x the top-1 cosine. Defaults: (K, tau) = (5, 0.95) in name mode, (10, 0.90) 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +28,50 @@ class Binding:
             for r in rows:
                 r["name"] = names[r["node_id"]]
         return {"var": self.var, "bindings": rows}
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _word_matches(word: str, name_word: str) -> bool:
+    """Equal, or (letters only, three or more of them) one a prefix of the other: "chr" ~ "chromosome",
+    while numbers match exactly ("2" is not "22")."""
+    if word == name_word:
+        return True
+    short, long_ = sorted((word, name_word), key=len)
+    return len(short) >= 3 and short.isalpha() and long_.isalpha() and long_.startswith(short)
+
+
+def words_contained(text: str, name: str) -> bool:
+    """Whether every word of ``text`` matches a word of ``name`` (:func:`_word_matches`), ignoring case
+    ("Chr 22" in "chromosome 22"), so that an abbreviation the encoder scores low still counts as naming
+    the node."""
+    words, names = _WORD.findall(text.lower()), _WORD.findall(name.lower())
+    return bool(words) and all(any(_word_matches(w, n) for n in names) for w in words)
+
+
+def match_quality(text: str, best_name: str | None, best_cosine: float) -> float:
+    """How well a name-mode anchor names its best node: 1.0 when the name holds every word of the anchor,
+    otherwise their cosine. A low value means the anchor is a description rather than a name in the KB
+    (the planner bound a phrase as an entity), and the plan built on it is not to be trusted."""
+    if best_name is not None and words_contained(text, best_name):
+        return 1.0
+    return float(best_cosine)
+
+
+def link_confidence(anchors: Sequence[Anchor], bindings: dict[str, Binding], names: Sequence[str]) -> float | None:
+    """The weakest name-mode anchor's :func:`match_quality` (None for a plan without one: doc-mode anchors
+    are descriptions by design); an anchor bound to no node scores 0."""
+    qualities = []
+    for a in anchors:
+        if a.match_mode != "name":
+            continue
+        b = bindings.get(a.var)
+        if b is None or b.node_ids.size == 0:
+            qualities.append(0.0)
+        else:
+            qualities.append(match_quality(a.text, names[int(b.node_ids[0])], float(b.scores[0])))
+    return min(qualities) if qualities else None
 
 
 def keep_top(ids: np.ndarray, scores: np.ndarray, k: int, tau: float) -> tuple[np.ndarray, np.ndarray]:

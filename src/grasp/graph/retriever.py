@@ -20,7 +20,7 @@ from grasp.encode.node_vectors import NodeVectors
 from grasp.errors import GraspError
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.engine import GraphBackend
-from grasp.graph.linking import AnchorLinker
+from grasp.graph.linking import AnchorLinker, link_confidence
 from grasp.plan.model import RISK_LEVELS
 from grasp.plan.planner import Planner, PlanOutcome
 from grasp.progress import announce
@@ -47,6 +47,7 @@ class GraphTrace(StageTrace):
     timings_ms: dict[str, float] = field(default_factory=dict)  # plan, link, execute, rescore
     error: str | None = None  # the engine failed on this query: it gets no graph candidates, the run goes on
     agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
+    link_confidence: float | None = None  # how well the weakest name anchor names its node (graph.link_floor)
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
 
 
@@ -57,17 +58,27 @@ class _Execution:
     bindings: dict
     compiled: Any
     timings: dict[str, float]
+    confidence: float | None = None  # grasp.graph.linking.link_confidence
 
 
 AGREEMENT = 0.5  # below this mean Jaccard of the sampled plans' top 10, the risk level drops one step
+
+
+def lower_risk(risk: str | None) -> str:
+    """One step down the risk levels (no_trade stays)."""
+    return RISK_LEVELS[max(RISK_LEVELS.index(risk) - 1, 0)] if risk in RISK_LEVELS else "no_trade"
 
 
 class GraphRetriever(Retriever):
     name = "graph"
 
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
-                 rescore: bool = True) -> None:
+                 rescore: bool = True, link_floor: float = 0.0) -> None:
+        """``link_floor``: a plan whose weakest name anchor matches its node below this
+        (:func:`grasp.graph.linking.link_confidence`) drops one risk level, so that Stage 2 leans on the
+        dense branch; 0 turns the check off."""
         self.planner = planner
+        self.link_floor = link_floor
         self.skb = planner.skb
         self.linker = linker
         self.engine = engine
@@ -111,7 +122,8 @@ class GraphRetriever(Retriever):
         t3 = time.perf_counter()
         timings = {"link": round(1000 * (t1 - t0), 2), "execute": round(1000 * (t2 - t1), 2),
                    "rescore": round(1000 * (t3 - t2), 2)}
-        return _Execution(ids, np.asarray(scores, dtype=np.float64), bindings, compiled, timings)
+        confidence = link_confidence(plan.anchors, bindings, self.skb.names)
+        return _Execution(ids, np.asarray(scores, dtype=np.float64), bindings, compiled, timings, confidence)
 
     def search_query(self, query: Query, k: int | None = 100, outcome: PlanOutcome | None = None) -> Ranking:
         """Stage 1 for one query; ``outcome``: its plan when already made (``batch_search`` plans a whole
@@ -148,6 +160,10 @@ class GraphRetriever(Retriever):
                            error="; ".join(errors) or None)
         if runs[chosen] is None and errors:
             trace.risk_level = "no_trade"
+        if runs[chosen] is not None:
+            trace.link_confidence = runs[chosen].confidence
+            if trace.link_confidence is not None and trace.link_confidence < self.link_floor:
+                trace.risk_level = lower_risk(trace.risk_level)
         if len(outcomes) > 1:
             trace.samples = [{"status": o.check.status, "reason": o.check.reason,
                               "n_cand": int(r.ids.size) if r is not None else 0, "plan": o.check.plan.dump()}
@@ -184,7 +200,7 @@ class GraphRetriever(Retriever):
             total[np.searchsorted(ids, runs[i].ids)] += runs[i].scores
         risk = outcomes[chosen].check.plan.risk_level
         if agreement < AGREEMENT:
-            risk = RISK_LEVELS[max(RISK_LEVELS.index(risk) - 1, 0)]
+            risk = lower_risk(risk)
         return chosen, ids, total / len(outcomes), round(agreement, 4), risk
 
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
