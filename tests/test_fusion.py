@@ -54,7 +54,8 @@ def random_runs(seed=0, n_q=80):
         g_ids = rng.permutation(pool)[: min(n_cand, 60)]
         m_ids = rng.permutation(pool)[:60]
         g_run.add(Ranking(qid, g_ids, np.linspace(1, 0, g_ids.size),
-                          trace=GraphTrace(n_cand=n_cand, risk_level=str(rng.choice(RISK_LEVELS)))))
+                          trace=GraphTrace(n_cand=n_cand, risk_level=str(rng.choice(RISK_LEVELS)),
+                                           link_confidence=float(rng.choice([0.3, 0.7, 0.95, 1.0])))))
         m_run.add(Ranking(qid, m_ids, np.linspace(1, 0, m_ids.size)))
         queries.append(Query(qid, "q", gold.tolist()))
     return g_run, m_run, queries
@@ -107,6 +108,14 @@ def test_the_served_fusion_scores_what_the_grid_chose():
     assert evaluate_run(fused, queries).means["hit@1"] == pytest.approx(dy.hit1)
     some = next(iter(fused.values()))
     assert len(some) <= 10 and some.trace.mode == "dynamic" and set(some.trace.weights) == {g.name, m.name}
+    # with a link floor the poorly linked plans sit a risk level lower, in the grid and when served alike
+    floored = FusionTable.build(g, m, queries, link_floor=0.9)
+    low = np.array([g[q].trace.link_confidence < 0.9 and g[q].trace.risk_level != "no_trade" for q in table.qids])
+    assert low.any() and (floored.risk[low] == table.risk[low] - 1).all() and (floored.risk[~low] == table.risk[~low]).all()
+    dy = search_dynamic(floored, ks=(5, 40), w_bucket=((1.0, 2.0), (0.5,), (0.2,), (0.0,), (0.0,)),
+                        m_risk=((0.0,), (0.25, 1.0), (0.75, 1.5), (1.0,)))
+    served = FusionSetting("dynamic", dy.best["k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"], link_floor=0.9)
+    assert evaluate_run(served.fuse(g, m, name="fused"), queries).means["hit@1"] == pytest.approx(dy.hit1)
 
 
 def test_full_paper_grid_is_fast():

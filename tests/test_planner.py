@@ -349,36 +349,42 @@ def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, se
     assert len(client.calls) == 3 and again.node_ids.tolist() == ranking.node_ids.tolist()
 
 
-@pytest.mark.parametrize("anchor, label, floor, confidence, risk", [
-    ("Chr 2", "chromosome", 0.9, 1.0, "normal"),              # an abbreviation: every word is in "chromosome 2"
-    ("sodium ion transport", "process", 0.9, 1.0, "normal"),  # the node's own name
-    # a description bound as a gene name: its best gene matches it poorly, the plan drops a risk level...
-    ("a pigment made of small molecules", "gene", 0.9, None, "weak"),
-    ("a pigment made of small molecules", "gene", 0.0, None, "normal"),  # ... unless graph.link_floor is 0
+@pytest.mark.parametrize("anchor, label, confidence, risk", [
+    ("Chr 2", "chromosome", 1.0, "normal"),              # an abbreviation: every word is in "chromosome 2"
+    ("sodium ion transport", "process", 1.0, "normal"),  # the node's own name
+    # a description bound as a gene name: its best gene matches it poorly, the plan counts a risk level lower
+    ("a pigment made of small molecules", "gene", None, "weak"),
 ])
-def test_a_plan_whose_anchor_names_no_node_is_riskier(toy_dir, tmp_path, anchor, label, floor, confidence, risk):
+def test_a_plan_whose_anchor_names_no_node_is_riskier(toy_dir, tmp_path, anchor, label, confidence, risk):
     """Stage 1 records how well the weakest name anchor names its node (cosine, or 1 when the node's name holds
-    every word of the anchor); below graph.link_floor the risk level drops a step, the candidates stay."""
+    every word of the anchor); below a fusion setting's link_floor the plan counts one risk level lower (and
+    its graph weight with it), while the candidates stay and floor 0 changes nothing."""
     from grasp.config import load_config
+    from grasp.fuse.retriever import FusionSetting
+    from grasp.graph.retriever import plan_signals
     from grasp.results import Query
     from grasp.workspace import Workspace
 
-    rel = {"chromosome": "on_chromosome", "process": "involved_in", "gene": "involved_in"}[label]
-    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
-                             f"graph.link_floor={floor}"])
+    rel = {"chromosome": "on_chromosome", "process": "involved_in"}.get(label)
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128"])
     ws = Workspace.open(toy_dir, cfg, progress=False)
-    reply = _plan(anchor, label, rel) if label != "gene" else json.dumps({
+    reply = _plan(anchor, label, rel) if rel else json.dumps({
         "anchors": [{"var": "A", "text": anchor, "label": "gene", "match_mode": "name"}],
         "hops": [{"from": "A", "rel": "involved_in", "to_var": "T", "to_label": "process"}],
         "target": {"var": "T", "labels": ["process"], "relevance_text": ""}, "risk_level": "normal"})
     ws.planner = Planner(ws.skb, _SeededClient({None: reply}), PlanCache(tmp_path / "p.jsonl"), retries=0,
                          builder=PromptBuilder(ws.skb))
-    t = ws.retriever("graph").batch_search([Query("1", "q", [1])])["1"].trace
-    assert t.plan_status == "valid" and t.n_cand > 0 and t.risk_level == risk
+    ranking = ws.retriever("graph").batch_search([Query("1", "q", [1])])["1"]
+    t = ranking.trace
+    assert t.plan_status == "valid" and t.n_cand > 0 and t.risk_level == "normal"
     if confidence is not None:
         assert t.link_confidence == confidence
     else:
         assert 0 < t.link_confidence < 0.9
+    assert plan_signals(ranking, 0.9) == (t.n_cand, risk) and plan_signals(ranking) == (t.n_cand, "normal")
+    setting = FusionSetting("dynamic", 5.0, w_bucket=[1.0] * 5, m_risk={"no_trade": 0.0, "weak": 0.5, "normal": 1.0,
+                                                                        "aggressive": 1.0}, link_floor=0.9)
+    assert setting.graph_weight(ranking) == (0.5 if risk == "weak" else 1.0)
 
 
 def test_link_confidence_reads_words_and_cosines():

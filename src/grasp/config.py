@@ -112,9 +112,6 @@ class GraphConfig(_Section):
     doc_k: int = Field(10, ge=1)
     doc_tau: float = Field(0.90, ge=0, le=1)
     rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
-    link_floor: float = Field(0.9, ge=0, le=1, description="a plan whose weakest name anchor names its best node "
-                              "less well than this (cosine, or 1 when the name holds every word of the anchor) drops "
-                              "one risk level, so that fusion leans on the dense branch; 0: off")
     buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
     neo4j_uri: str = "bolt://localhost:7687"
     neo4j_user: str = "neo4j"

@@ -14,24 +14,33 @@ from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
 
 
+LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
+
+
 def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar", limit: int | None = None,
-                heatmap: Path | None = None) -> tuple[FusionSetting, dict]:
+                heatmap: Path | None = None, link_floors: tuple[float, ...] = LINK_FLOORS) -> tuple[FusionSetting, dict]:
+    """Static RRF over its (w, k) grid and dynamic RRF over its grid for each link floor; the best by Hit@1
+    (ties: static, then the lower floor)."""
     queries = ws.queries(split=split, limit=limit)
     graph_run = ws.run("graph", queries)
     dense_run = ws.run(dense_method, queries)
-    table = FusionTable.build(graph_run, dense_run, queries, candidate_mask=ws.skb.candidate_mask)
-    static = search_static(table)
-    dynamic = search_dynamic(table)
+    tables = {floor: FusionTable.build(graph_run, dense_run, queries, candidate_mask=ws.skb.candidate_mask,
+                                       link_floor=floor) for floor in link_floors}
+    static = search_static(tables[link_floors[0]])  # static weights ignore the plan's signals
+    by_floor = {floor: search_dynamic(table) for floor, table in tables.items()}
+    floor = max(link_floors, key=lambda f: (by_floor[f].hit1, -f))
+    dynamic = by_floor[floor]
     best = dynamic if dynamic.hit1 > static.hit1 else static
     info = {"split": split, "n": len(queries), "dense_method": dense_method,
             "static": {"hit@1": static.hit1, **static.best, "settings": static.n_settings, "within_1pt": static.within_1pt},
-            "dynamic": {"hit@1": dynamic.hit1, **dynamic.best, "settings": dynamic.n_settings,
-                        "within_1pt": dynamic.within_1pt}}
+            "dynamic": {"hit@1": dynamic.hit1, **dynamic.best, "link_floor": floor, "settings": dynamic.n_settings,
+                        "within_1pt": dynamic.within_1pt},
+            "dynamic_by_link_floor": {str(f): r.hit1 for f, r in by_floor.items()}}
     if best.mode == "static":
         setting = FusionSetting("static", best.best["k"], w=best.best["w"], val_hit1=best.hit1, info=info)
     else:
         setting = FusionSetting("dynamic", best.best["k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
-                                val_hit1=best.hit1, info=info)
+                                val_hit1=best.hit1, info=info, link_floor=floor)
     ws.save_setting(setting, data={split: len(queries)}, context={"dense_method": dense_method})
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")

@@ -40,7 +40,7 @@ class FusionTable:
 
     @classmethod
     def build(cls, graph: Run, dense: Run, queries: Sequence[Query], *, candidate_mask: np.ndarray | None = None,
-              depth: int = 100) -> FusionTable:
+              depth: int = 100, link_floor: float = 0.0) -> FusionTable:
         rows = []
         for q in queries:
             g = graph.get(q.qid)
@@ -50,7 +50,7 @@ class FusionTable:
             ids = sorted(set(rg) | set(rm))  # ascending id: argmax's first maximum = the tie-break of rankings
             if candidate_mask is not None:
                 ids = [i for i in ids if candidate_mask[i]]
-            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(g)))
+            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(g, link_floor)))
         width = max([len(r[0]) for r in rows] + [1])
         n = len(rows)
         rank_g = np.full((n, width), np.inf)

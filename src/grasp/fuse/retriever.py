@@ -31,10 +31,12 @@ class FusionSetting(Setting):
     m_risk: dict[str, float] | None = None
     val_hit1: float | None = None
     info: dict = field(default_factory=dict)
+    link_floor: float = 0.0        # dynamic: plans whose anchors name no node below this count one risk level lower
+
 
     def graph_weight(self, graph: Ranking | None) -> float:
         """Dynamic mode: the weight of the graph ranking for one query, from its plan's signals."""
-        n_cand, risk = plan_signals(graph)
+        n_cand, risk = plan_signals(graph, self.link_floor)
         return graph_weight(n_cand, risk, self.w_bucket, [self.m_risk[r] for r in RISK_LEVELS])
 
     def fuse(self, graph: Run, dense: Run, *, name: str, depth: int | None = None, top: int | None = None) -> Run:

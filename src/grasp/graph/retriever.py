@@ -47,7 +47,7 @@ class GraphTrace(StageTrace):
     timings_ms: dict[str, float] = field(default_factory=dict)  # plan, link, execute, rescore
     error: str | None = None  # the engine failed on this query: it gets no graph candidates, the run goes on
     agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
-    link_confidence: float | None = None  # how well the weakest name anchor names its node (graph.link_floor)
+    link_confidence: float | None = None  # how well the weakest name anchor names its node (plan_signals)
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
 
 
@@ -73,12 +73,8 @@ class GraphRetriever(Retriever):
     name = "graph"
 
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
-                 rescore: bool = True, link_floor: float = 0.0) -> None:
-        """``link_floor``: a plan whose weakest name anchor matches its node below this
-        (:func:`grasp.graph.linking.link_confidence`) drops one risk level, so that Stage 2 leans on the
-        dense branch; 0 turns the check off."""
+                 rescore: bool = True) -> None:
         self.planner = planner
-        self.link_floor = link_floor
         self.skb = planner.skb
         self.linker = linker
         self.engine = engine
@@ -162,8 +158,6 @@ class GraphRetriever(Retriever):
             trace.risk_level = "no_trade"
         if runs[chosen] is not None:
             trace.link_confidence = runs[chosen].confidence
-            if trace.link_confidence is not None and trace.link_confidence < self.link_floor:
-                trace.risk_level = lower_risk(trace.risk_level)
         if len(outcomes) > 1:
             trace.samples = [{"status": o.check.status, "reason": o.check.reason,
                               "n_cand": int(r.ids.size) if r is not None else 0, "plan": o.check.plan.dump()}
@@ -211,9 +205,15 @@ class GraphRetriever(Retriever):
         return run
 
 
-def plan_signals(ranking: Ranking | None) -> tuple[int, str | None]:
-    """(n_cand, risk_level) of a graph ranking: what plan-conditioned fusion reads (no plan: 0, no_trade)."""
+def plan_signals(ranking: Ranking | None, link_floor: float = 0.0) -> tuple[int, str | None]:
+    """(n_cand, risk_level) of a graph ranking: what plan-conditioned fusion reads (no plan: 0, no_trade).
+    With ``link_floor`` > 0, a plan whose weakest name anchor names its node less well than that (its
+    ``link_confidence``: the planner bound a description as an entity) counts one risk level lower, so
+    that fusion leans on the dense branch; tuning and serving both read the signals here."""
     trace = ranking.trace if ranking is not None else None
-    if isinstance(trace, GraphTrace):
-        return trace.n_cand, trace.risk_level
-    return 0, "no_trade"
+    if not isinstance(trace, GraphTrace):
+        return 0, "no_trade"
+    risk = trace.risk_level
+    if trace.link_confidence is not None and trace.link_confidence < link_floor:
+        risk = lower_risk(risk)
+    return trace.n_cand, risk
