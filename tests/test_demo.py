@@ -45,21 +45,23 @@ def test_demo_searcher_explains(capsys):
 
 
 def test_the_shipped_plan_caches_hit():
-    """Every demo query and every bio/pkg test query replays a shipped plan (and their validation plans, on which
-    the shipped fusion settings were tuned), so evaluation needs no LLM; a changed prompt or key fails here."""
+    """Every demo query and every bio/pkg test query replays a shipped plan in the default (nested) format, and so
+    do the validation plans each shipped fusion setting was tuned on (pkg's in the earlier flat format), so
+    evaluation needs no LLM; a changed prompt or key fails here."""
     from grasp.config import load_config
     from grasp.packaged import DEMO_SKB
     from grasp.workspace import Workspace
     from tests.conftest import SHARED, skip_unless_ci
 
-    expected = {DEMO_SKB: {"train": 30, "val": 8, "test": 16}}
+    expected = [(DEMO_SKB, "nested", {"train": 30, "val": 8, "test": 16})]
     if (SHARED / "data" / "skb").exists():
-        expected.update({SHARED / "data" / "skb" / "bio": {"val": 85, "test": 300},
-                         SHARED / "data" / "skb" / "pkg": {"val": 100, "test": 300}})
-    for path, splits in expected.items():
-        ws = Workspace.open(path, load_config(None, ["planner.kind=cache"]), progress=False)
+        expected += [(SHARED / "data" / "skb" / "bio", "nested", {"val": 85, "test": 300}),
+                     (SHARED / "data" / "skb" / "pkg", "nested", {"test": 300}),
+                     (SHARED / "data" / "skb" / "pkg", "flat", {"val": 100, "test": 300})]
+    for path, plan_format, splits in expected:
+        ws = Workspace.open(path, load_config(None, ["planner.kind=cache", f"planner.format={plan_format}"]), progress=False)
         for split, n in splits.items():
             hits = sum(ws.planner.cached(q.text) is not None for q in ws.queries(split=split))
-            assert hits >= n, (path.name, split, hits)
+            assert hits >= n, (path.name, plan_format, split, hits)
     if len(expected) == 1:
         skip_unless_ci("shared/data/skb not present: only the demo's plans were checked")
