@@ -5,6 +5,8 @@ the fact, what the README's recipe ("How each number was made") made them on: th
 and query counts its commands select, and the configuration (the defaults) the README's rows were
 produced and reproduced with; the checksum is of the shipped file itself. The demo KB (a slice of pkg
 whose tests put floors under its numbers with pkg's artifacts) is listed as validated for pkg's.
+An artifact whose manifest grasp wrote when it was made (bio's fusion settings, retuned in session 8 on
+nested plans) keeps that manifest.
 
     python scripts/write_shipped_manifests.py --shared ../shared
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp.artifacts import code_version, write_manifest
+from grasp.artifacts import code_version, read_manifest, write_manifest
 from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import (
@@ -42,6 +44,10 @@ def main() -> None:
         for name in ARTIFACT_LABELS:
             path = SHIPPED_MODELS / kb / name
             if not path.exists():
+                continue
+            made = read_manifest(path)
+            if made is not None and made.note != NOTE:  # written by grasp when the artifact was made: keep it
+                print(f"{kb}: {name} keeps the manifest it was made with ({made.code})")
                 continue
             if name == MFAR_WEIGHTS:
                 check, data, context = mfar_expects(ws), {"train": n["train"], "val": n["val"]}, {}
