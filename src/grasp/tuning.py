@@ -13,7 +13,6 @@ from grasp.fuse.retriever import FusionSetting
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
 
-
 LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
 
 
