@@ -33,7 +33,6 @@ class FusionSetting(Setting):
     info: dict = field(default_factory=dict)
     link_floor: float = 0.0        # dynamic: plans whose anchors name no node below this count one risk level lower
 
-
     def graph_weight(self, graph: Ranking | None) -> float:
         """Dynamic mode: the weight of the graph ranking for one query, from its plan's signals."""
         n_cand, risk = plan_signals(graph, self.link_floor)

@@ -50,11 +50,11 @@ def words_contained(text: str, name: str) -> bool:
     return bool(words) and all(any(_word_matches(w, n) for n in names) for w in words)
 
 
-def match_quality(text: str, best_name: str | None, best_cosine: float) -> float:
+def match_quality(text: str, best_name: str, best_cosine: float) -> float:
     """How well a name-mode anchor names its best node: 1.0 when the name holds every word of the anchor,
     otherwise their cosine. A low value means the anchor is a description rather than a name in the KB
     (the planner bound a phrase as an entity), and the plan built on it is not to be trusted."""
-    if best_name is not None and words_contained(text, best_name):
+    if words_contained(text, best_name):
         return 1.0
     return float(best_cosine)
 

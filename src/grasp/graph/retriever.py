@@ -156,8 +156,6 @@ class GraphRetriever(Retriever):
                            error="; ".join(errors) or None)
         if runs[chosen] is None and errors:
             trace.risk_level = "no_trade"
-        if runs[chosen] is not None:
-            trace.link_confidence = runs[chosen].confidence
         if len(outcomes) > 1:
             trace.samples = [{"status": o.check.status, "reason": o.check.reason,
                               "n_cand": int(r.ids.size) if r is not None else 0, "plan": o.check.plan.dump()}
@@ -166,6 +164,7 @@ class GraphRetriever(Retriever):
         if run is None or ids is None:
             return Ranking(query.qid, [], [], stage=self.name, trace=trace)
         trace.n_cand = int(ids.size)
+        trace.link_confidence = run.confidence
         trace.bindings = [b.to_json(self.skb.names) for b in run.bindings.values()]
         trace.cypher = run.compiled.cypher if run.compiled else None
         trace.cypher_params = run.compiled.params if run.compiled else None
