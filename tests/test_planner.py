@@ -292,6 +292,8 @@ def test_plans_report_judges_plans_by_execution(toy_dir, tmp_path):
     assert rows["gene_text"]["gold_in_candidates"] == 0.5 and rows["all"]["hit@1"] == 0.0
     assert rows["gene_text"]["mrr"] == pytest.approx(1 / 6)
     assert report["reject_reasons"] == {"hop V->V links a variable to itself": 1}
+    # the usable plans' anchor "chromosome 2" is a node's name; rejected and empty plans link nothing
+    assert [r["link_confidence"] for r in report["per_query"]] == [1.0, None, None, 1.0]
     assert reason_kind("variable T is 'gene' in one place and 'tag' in hop A1->T") == (
         "variable V is … in one place and … in hop V->V")
     assert "| gene_text | 2 | 100.0 |" in report_markdown(report)

@@ -44,7 +44,7 @@ def plans_report(ws: Workspace, queries: Sequence[Query], *, progress: bool = Fa
                           "reason": reason_kind(trace.plan_reason) if status == "rejected" else None,
                           "gold_in_candidates": bool(set(ranking.node_ids.tolist()) & set(q.answer_ids)),
                           "failed": trace.error is not None,
-                          "n_cand": len(ranking), **scores})
+                          "n_cand": len(ranking), "link_confidence": trace.link_confidence, **scores})
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in per_query:
         groups["all"].append(row)
