@@ -11,6 +11,7 @@ from grasp.plan.cache import PlanCache
 from grasp.plan.llm import ChatClient, OpenAIChatClient
 from grasp.plan.planner import Planner, PlanNotCached
 from grasp.plan.prompt import PromptBuilder
+from grasp.results import Query
 from tests.conftest import SHARED, skip_unless_ci
 from tests.fake_llm import FakeChatServer
 
@@ -454,3 +455,42 @@ def test_a_server_without_structured_output_is_named_once(toy_skb, tmp_path):
             warnings.simplefilter("error")  # no second warning: the client no longer asks
             planner.plan("potassium channel")
         assert "response_format" not in srv.requests[2]
+
+
+def test_plans_import_replays_plans_made_elsewhere(toy_dir, tmp_path, capsys):
+    """`grasp plans import`: plans made elsewhere (flat or nested) are cached under the configured planner's key
+    and replayed with no LLM; a rejected plan imports nothing unless --skip-rejected; bad lines name file and line."""
+    from grasp.cli import main
+    from grasp.config import GraspConfig
+    from grasp.workspace import Workspace
+
+    nested = {"target": {"label": "gene", "via": [{"rel": "involved_in", "node": {
+        "label": "process", "anchor": {"text": "sodium ion transport", "match_mode": "name"}}}], "relevance_text": ""}}
+    bad = {"anchors": [{"var": "T", "text": "x", "label": "gene"}], "hops": [{"from": "T", "rel": "is_a", "to_var": "T",
+                                                                              "to_label": "gene"}]}
+    good_file = tmp_path / "plans.jsonl"
+    good_file.write_text(json.dumps({"query": "genes on chromosome 2", "plan": json.loads(GOOD)}) + "\n"
+                         + json.dumps({"query": "genes in sodium ion transport", "plan": nested}) + "\n")
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(good_file.read_text() + json.dumps({"query": "broken", "plan": bad}) + "\n")
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=cache"]
+    with pytest.raises(SystemExit) as e:
+        main([*base, "plans", "import", str(mixed), "--skb", str(toy_dir)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"{mixed}:3: rejected" in err and "1 of 3 plans rejected; nothing imported" in err
+    ws = Workspace.open(toy_dir, GraspConfig(cache_dir=tmp_path / "c", planner={"kind": "cache"}), progress=False)
+    assert ws.planner.cached("genes on chromosome 2") is None  # nothing imported
+    main([*base, "plans", "import", str(mixed), "--skb", str(toy_dir), "--skip-rejected"])
+    assert "imported 2 plans" in capsys.readouterr().out
+    ws = Workspace.open(toy_dir, GraspConfig(cache_dir=tmp_path / "c", planner={"kind": "cache"}), progress=False)
+    hit = ws.planner.cached("genes on chromosome 2")
+    assert hit.check.status == "valid" and hit.check.plan.anchors[0].text == "chromosome 2"
+    ranking = ws.retriever("graph").search_query(Query("q", "genes in sodium ion transport", [], None, None), 10)
+    assert set(ranking.node_ids.tolist()) == {1, 8}  # SCN1A and SCN2A are involved in sodium ion transport
+    lines = ws.planner.cache.writable.read_text().count("\n")
+    main([*base, "plans", "import", str(good_file), "--skb", str(toy_dir)])
+    assert ws.planner.cache.writable.read_text().count("\n") == lines  # the same plans again append nothing
+    (tmp_path / "broken.jsonl").write_text('{"query": "q", "plan": {}}\n{"query": ""}\n')
+    with pytest.raises(SystemExit):
+        main([*base, "plans", "import", str(tmp_path / "broken.jsonl"), "--skb", str(toy_dir)])
+    assert "broken.jsonl:2: field 'query': missing or empty query text" in capsys.readouterr().err

@@ -93,7 +93,10 @@ def test_convert_to_open_format_and_back(prime_dir, tmp_path):
     assert "parent-child__disease__disease" in names and "associated with" in names
     assert again.num_edges == skb.num_edges
     assert again.names == skb.names
-    assert isinstance(again.fields[1]["details"], str)  # nested values become JSON text
+    # nested values become the text documents show, and the copy no longer calls itself STaRK's
+    assert again.fields[1]["details"].startswith("summary: galactosyltransferase; alias: EDSSPD2; genomic_pos: chr: 1")
+    assert again.schema.name == "stark-prime-converted" and again.schema.document_layout == "generic"
+    assert "galactosyltransferase" in get_layout("generic").document(again, 1)
 
 
 def test_mag_without_type_dicts(tmp_path):

@@ -20,6 +20,11 @@ skb_option = click.option("--skb", "skb_dir", required=True, type=click.Path(exi
 stark_option = click.option("--stark-dataset", type=click.Choice(["amazon", "mag", "prime"]),
                             help="Which STaRK dataset a processed directory holds (detected when omitted).")
 
+queries_option = click.option(
+    "--queries", "queries_file", type=click.Path(exists=True, path_type=Path),
+    help="queries.jsonl in the open format, or a STaRK QA folder (stark_qa/stark_qa.csv and split/*.index); "
+         "default: the SKB's qa/queries.jsonl (for a STaRK processed folder, a STaRK QA folder qa/ beside it).")
+
 
 def stage_printer(ctx: click.Context):
     """While a command waits on the pipeline, print each stage as it starts (on stderr; not with -q)."""

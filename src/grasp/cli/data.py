@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from grasp.cli.common import config_of, stark_option
+from grasp.cli.common import config_of, queries_option, stark_option
 
 
 @click.group()
@@ -17,18 +17,19 @@ def data() -> None:
 @data.command("validate")
 @click.argument("skb_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @stark_option
-@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@queries_option
 def validate(skb_dir, stark_dataset, queries_file):
     """Check an SKB (and its queries) completely; print a summary or the first problem."""
     import numpy as np
 
-    from grasp.skb import check_answers, load_skb, read_queries
+    from grasp.skb import check_answers, load_queries, load_skb
+    from grasp.workspace import Workspace
 
     skb = load_skb(skb_dir, stark_dataset=stark_dataset)
     click.echo(f"ok: {skb!r}")
-    qpath = queries_file or (skb_dir / "qa" / "queries.jsonl")
+    qpath = queries_file or Workspace(skb).default_queries_path()
     if qpath.exists():
-        queries = check_answers(read_queries(qpath), skb, qpath)
+        queries = check_answers(load_queries(qpath), skb, qpath)
         splits = {s: sum(q.split == s for q in queries) for s in sorted({q.split or "-" for q in queries})}
         click.echo(f"ok: {len(queries)} queries {splits}, mean gold {np.mean([len(q.answer_ids) for q in queries]):.1f}")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grasp.cli.common import config_of, skb_option, stark_option, workspace
+from grasp.cli.common import config_of, queries_option, skb_option, stark_option, workspace
 from grasp.errors import GraspError
 
 
@@ -19,7 +19,7 @@ def plans() -> None:
 @plans.command("build")
 @skb_option
 @stark_option
-@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@queries_option
 @click.option("--split", help="Keep only queries of this split.")
 @click.option("--limit", type=click.IntRange(min=1))
 @click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write a summary (validity, timing) as JSON.")
@@ -42,7 +42,7 @@ def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_
 @plans.command("report")
 @skb_option
 @stark_option
-@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@queries_option
 @click.option("--split", default="test", show_default=True, help="Keep only queries of this split.")
 @click.option("--limit", type=click.IntRange(min=1))
 @click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write the report (and per-query rows) as JSON.")
@@ -68,6 +68,43 @@ def plans_report_cmd(ctx, skb_dir, stark_dataset, queries_file, split, limit, ou
         report_md.parent.mkdir(parents=True, exist_ok=True)
         report_md.write_text(text)
     click.echo(text)
+
+
+@plans.command("import")
+@click.argument("plans_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@skb_option
+@stark_option
+@click.option("--skip-rejected", is_flag=True, help="Import the valid plans even when others are rejected.")
+@click.pass_context
+def plans_import(ctx, plans_file, skb_dir, stark_dataset, skip_rejected):
+    """Cache plans made elsewhere (by hand, by another planner, by a generator): a JSONL file of
+    {"query": ..., "plan": {...}} lines, flat or nested plans. Each is validated against the SKB's schema
+    and cached as the configured planner's plan for its query, so that `--set planner.kind=cache` replays
+    it. Nothing is imported when a plan is rejected, unless --skip-rejected."""
+    from grasp.errors import FormatError
+    from grasp.skb.textio import iter_json_objects
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    rows = []
+    for lineno, rec in iter_json_objects(plans_file):
+        if not isinstance(rec.get("query"), str) or not rec["query"].strip():
+            raise FormatError("missing or empty query text", file=plans_file, line=lineno, field="query")
+        if not isinstance(rec.get("plan"), dict):
+            raise FormatError("missing plan object", file=plans_file, line=lineno, field="plan")
+        rows.append((lineno, rec["query"], rec["plan"]))
+    checks = [ws.planner.store(q, p, source=str(plans_file), write=False) for _, q, p in rows]
+    rejected = [(lineno, c.reason) for (lineno, _, _), c in zip(rows, checks, strict=True) if c.status == "rejected"]
+    for lineno, reason in rejected[:10]:
+        click.echo(f"{plans_file}:{lineno}: rejected: {reason}", err=True)
+    if rejected and not skip_rejected:
+        raise GraspError(f"{len(rejected)} of {len(rows)} plans rejected; nothing imported (--skip-rejected imports "
+                         "the others)")
+    for (_, q, p), c in zip(rows, checks, strict=True):
+        if c.status != "rejected":
+            ws.planner.store(q, p, source=str(plans_file))
+    counts = {s: sum(c.status == s for c in checks) for s in ("valid", "repaired", "rejected")}
+    click.echo(f"imported {len(rows) - len(rejected)} plans into {ws.planner.cache.writable} ({counts}; model "
+               f"{ws.planner.model_id}, prompt {ws.planner.builder.hash}, format {ws.config.planner.format})")
 
 
 @plans.command("examples")

@@ -13,6 +13,7 @@ from grasp.cli.common import (
     echo_hit,
     method_choice,
     print_ranking,
+    queries_option,
     skb_option,
     stage_printer,
     stark_option,
@@ -25,8 +26,7 @@ from grasp.packaged import DEMO_SKB
 @click.command("eval")
 @skb_option
 @stark_option
-@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="queries.jsonl in the open format (default: the SKB's qa/queries.jsonl).")
+@queries_option
 @click.option("--split", help="Keep only queries of this split (any name: train, val, test, heldout, ...).")
 @click.option("--method", required=True, type=method_choice(), help="Retriever to evaluate.")
 @click.option("--limit", type=click.IntRange(min=1), help="Keep the first N queries of the selection, in file order.")

@@ -94,8 +94,8 @@ class KuzuBackend(CypherBackend):
                     w = csv.writer(f)
                     for i in ids.tolist():
                         w.writerow([i, skb.names[i]])
-                if ids.size:
-                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' (header=false)")
+                if ids.size:  # RFC 4180 quoting; names may hold newlines, which Kùzu reads only serially
+                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' (header=false, parallel=false, escape='\"')")
             for rel_name, ident in names.rel.items():
                 pairs = [r for r in skb.schema.relations if r.name == rel_name]
                 spec = ", ".join(f"FROM {names.label[r.source]} TO {names.label[r.target]}" for r in pairs)

@@ -18,7 +18,7 @@ from grasp.errors import GraspError
 from grasp.plan.cache import PlanCache, plan_key
 from grasp.plan.grammar import plan_json_schema
 from grasp.plan.llm import ChatClient, LLMError
-from grasp.plan.nested import nested_json_schema, nested_to_flat
+from grasp.plan.nested import flat_to_nested, nested_json_schema, nested_to_flat
 from grasp.plan.prompt import PromptBuilder
 from grasp.plan.validate import PlanCheck, PlanRejected, check_plan, parse_plan_text
 from grasp.progress import announce
@@ -138,6 +138,27 @@ class Planner:
                         "grammar": self.grammar, "raw": raw if error is None else "", "attempts": attempts,
                         "error": error, "seconds": round(seconds, 3), **({"sample": sample} if sample else {})})
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
+
+    def store(self, query: str, plan: dict, *, source: str, write: bool = True) -> PlanCheck:
+        """Cache ``plan`` (flat or nested; made elsewhere: by hand, by another planner, by a generator) as this
+        planner's greedy plan for ``query``, written in its format, so that replaying the cache
+        (``planner.kind=cache``) uses it as it would a plan of its own. Returns the plan's check; a plan the
+        validator rejects is not cached (nor any with ``write=False``: a check only)."""
+        import json
+
+        try:
+            nested = isinstance(plan.get("target"), dict) and "label" in plan["target"] and "anchors" not in plan
+            flat = nested_to_flat(plan) if nested else plan
+            raw = json.dumps(flat_to_nested(flat) if self.nested else flat, ensure_ascii=False)
+        except (PlanRejected, KeyError, TypeError, AttributeError) as e:
+            return _failed(self.skb, f"not a plan ({type(e).__name__}: {e})")
+        check = self.check(raw)
+        same = (self.cache.get(self.key(query)) or {}).get("raw") == raw  # imported before: nothing to append
+        if write and check.status != "rejected" and not same:
+            self.cache.put({"key": self.key(query), "model": self.model_id, "prompt_hash": self.builder.hash,
+                            "query": query, "grammar": self.grammar, "raw": raw, "attempts": 0, "error": None,
+                            "seconds": 0.0, "imported": source})
+        return check
 
     def plan_many(self, queries: Sequence[Query], *, workers: int | None = None,
                   progress: bool = True) -> dict[str, PlanOutcome]:

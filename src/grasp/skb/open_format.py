@@ -205,28 +205,32 @@ def _v1_relations(schema: Schema) -> list[RelationSpec]:
 
 
 def _plain_value(value: Any) -> str | list[str]:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
+    """A field value as the open format holds it (a string or a list of strings): nested values (STaRK's
+    details dictionaries, review and Q&A lists) as the readable text documents show (``key: value; ...``)."""
+    from grasp.skb.documents import render_value
+
     if isinstance(value, list):
-        return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) for v in value]
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
+        return [render_value(v) for v in value]
+    return render_value(value)
 
 
 def write_skb(skb: SKB, directory: Path | str, *, compress: bool = True, queries: list | None = None) -> Path:
     """Write ``skb`` (and optionally its queries) in the open format, atomically.
 
-    Field values that are not strings or lists of strings (possible in STaRK data) are written
-    as JSON text. The written schema uses the generic document layout.
+    Field values that are not strings or lists of strings (STaRK's nested values) are written as the
+    text documents show. The written schema uses the generic document layout; an SKB read with another
+    layout (STaRK's) is renamed ``<name>-converted``, so that nothing treats the copy as STaRK's own files.
     """
     from grasp.skb.queries import write_queries
 
     directory = Path(directory)
     relations = _v1_relations(skb.schema)
-    schema = skb.schema.model_copy(update={"relations": relations})
+    update: dict[str, Any] = {"relations": relations}
+    if skb.schema.document_layout != "generic":  # e.g. STaRK's: the copy is no longer STaRK's processed data
+        update.update(name=f"{skb.schema.name}-converted", description=(
+            f"{skb.schema.description or skb.schema.name} Converted to the open format: the generic document layout, "
+            "nested values as text."))
+    schema = skb.schema.model_copy(update=update)
     schema_dict = schema.model_dump(mode="json")
     schema_dict["document_layout"] = "generic"
     suffix = ".gz" if compress else ""

@@ -43,6 +43,17 @@ def read_queries(path: Path | str) -> list[Query]:
     return queries
 
 
+def load_queries(path: Path | str) -> list[Query]:
+    """Queries from a ``queries.jsonl`` file, or from a STaRK QA folder (``stark_qa/stark_qa.csv`` with
+    ``split/*.index``, as STaRK publishes them): what ``--queries`` accepts."""
+    path = Path(path)
+    if path.is_dir():
+        from grasp.skb.stark import read_stark_qa
+
+        return read_stark_qa(path)
+    return read_queries(path)
+
+
 def write_queries(queries: Iterable[Query], path: Path | str) -> None:
     """Write queries.jsonl (atomically)."""
     from grasp.storage import atomic_file

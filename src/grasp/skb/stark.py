@@ -104,6 +104,14 @@ DATASETS: dict[str, StarkDataset] = {
 }
 
 
+DESCRIPTIONS = {
+    "amazon": "Amazon products with brands, categories and colours; co-purchase and co-view links.",
+    "mag": "Microsoft Academic Graph papers with authors, institutions, fields of study and citations.",
+    "prime": "PrimeKG precision-medicine graph: diseases, genes/proteins, drugs, pathways, phenotypes, "
+             "anatomy, GO terms and exposures.",
+}
+
+
 def is_stark_processed(path: Path) -> bool:
     return (Path(path) / "node_info.pkl").exists()
 
@@ -198,7 +206,7 @@ def read_stark_skb(directory: Path | str, dataset: str | None = None) -> SKB:
     relations, rel_of_edge, src, dst = _orient_relations(src, dst, edge_types, ntype, type_names, edge_dict)
     schema = Schema(
         name=f"stark-{dataset}",
-        description=f"STaRK {dataset} knowledge base (processed files from {directory})",
+        description=DESCRIPTIONS[dataset],  # not the folder: the prompt, and so each plan's cache key, holds it
         node_types={
             t: NodeTypeSpec(name_field="name", text_fields=spec.text_fields.get(t, [])) for t in type_names
         },
@@ -333,10 +341,7 @@ def stark_schema(dataset: str) -> Schema:
     relations = [RelationSpec(name=name, source=s, target=t) for name, ps in pairs.items() for s, t in ps]
     return Schema(
         name=f"stark-{dataset}",
-        description={"amazon": "Amazon products with brands, categories and colours; co-purchase and co-view links.",
-                     "mag": "Microsoft Academic Graph papers with authors, institutions, fields of study and citations.",
-                     "prime": "PrimeKG precision-medicine graph: diseases, genes/proteins, drugs, pathways, phenotypes, "
-                              "anatomy, GO terms and exposures."}[dataset],
+        description=DESCRIPTIONS[dataset],
         node_types={t: NodeTypeSpec(text_fields=spec.text_fields.get(t, [])) for t in spec.node_types.values()},
         relations=relations,
         candidate_types=spec.candidate_types,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from grasp.config import BM25Config
 from grasp.errors import IndexCorruptError
@@ -29,6 +31,61 @@ def make_tokenizer(config: BM25Config):
     return bm25s.tokenization.Tokenizer(stopwords=config.stopwords or [], stemmer=stemmer)
 
 
+def _document_chunks(skb: SKB, layout: DocumentLayout, node_ids: np.ndarray, bar, size: int = 20_000) -> Iterator[list[str]]:
+    for lo in range(0, len(node_ids), size):
+        chunk = [layout.document(skb, int(i)) for i in node_ids[lo:lo + size]]
+        bar.update(len(chunk))
+        yield chunk
+
+
+def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
+    """Index a corpus given chunk by chunk into the bm25s ``model``, with the scores, vocabulary and parameters
+    that ``model.index(tokenizer.tokenize(corpus, update_vocab=True, return_as="tuple"))`` gives (tested
+    against it), without holding the corpus, or its tokens as Python ints (bm25s' own index step keeps every
+    token: about 36 bytes each), in memory: each chunk is reduced to (document, term, count) arrays at once."""
+    import scipy.sparse as sp
+    from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+    docs, terms, counts, lengths, base = [], [], [], [], 0
+    for texts in chunks:
+        ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+        lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+        pair, tf = np.unique((np.repeat(np.arange(base, base + len(ids)), lens) << 32) | flat, return_counts=True)
+        docs.append((pair >> 32).astype(np.int32))
+        terms.append((pair & 0xFFFFFFFF).astype(np.int32))
+        counts.append(tf.astype(np.float32))
+        lengths.append(lens)
+        base += len(ids)
+    vocab = tokenizer.get_vocab_dict()
+    n_docs, n_vocab = base, len(vocab)
+    doc, term, tf = (np.concatenate(x) if x else np.zeros(0, t) for x, t in
+                     ((docs, np.int32), (terms, np.int32), (counts, np.float32)))
+    del docs, terms, counts
+    doc_len = np.concatenate(lengths).astype(np.float32) if lengths else np.zeros(0, np.float32)
+    avg_len = float(doc_len.mean()) if doc_len.size else 0.0
+    df = np.bincount(term, minlength=n_vocab)
+    idf_of = _select_idf_scorer(model.idf_method)
+    idf = np.zeros(n_vocab, dtype=np.float32)
+    for value in np.unique(df[df > 0]).tolist():  # the scorers take one df at a time
+        idf[df == value] = idf_of(value, N=n_docs)
+    tfc = _select_tfc_scorer(model.method)
+    scores = (idf[term] * tfc(tf_array=tf, l_d=doc_len[doc], l_avg=avg_len, k1=model.k1, b=model.b,
+                              delta=model.delta)).astype(np.float32)
+    model.nonoccurrence_array = None
+    if model.method in model.methods_requiring_nonoccurrence:
+        model.nonoccurrence_array = np.where(df > 0, idf * tfc(tf_array=0, l_d=avg_len, l_avg=avg_len, k1=model.k1,
+                                                               b=model.b, delta=model.delta), 0).astype(np.float32)
+        scores -= model.nonoccurrence_array[term]
+    del tf
+    matrix = sp.csc_matrix((scores, (doc, term)), shape=(n_docs, n_vocab), dtype=np.float32)
+    model.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "num_docs": n_docs}
+    if "" not in vocab:  # as bm25s' create_empty_token
+        vocab[""] = max(vocab.values(), default=-1) + 1
+    model.vocab_dict = vocab
+    model.unique_token_ids_set = set(vocab.values())
+
+
 class BM25Retriever(Retriever):
     """Sparse lexical baseline. The index is saved under ``root`` and reused while the SKB,
     layout and BM25 settings are unchanged."""
@@ -49,7 +106,7 @@ class BM25Retriever(Retriever):
         if not (self.index_dir / "complete.json").exists():
             self._build(layout, key, progress)
         try:
-            self.model = bm25s.BM25.load(str(self.index_dir / "model"), mmap=False)
+            self.model = bm25s.BM25.load(str(self.index_dir / "model"), mmap=True)  # pages read on demand
             self.tokenizer.load_vocab(str(self.index_dir))
             self.tokenizer.load_stopwords(str(self.index_dir))
             stored = np.load(self.index_dir / "node_ids.npy")
@@ -61,10 +118,10 @@ class BM25Retriever(Retriever):
     def _build(self, layout: DocumentLayout, key: dict, progress: bool) -> None:
         import bm25s
 
-        corpus = [layout.document(self.skb, int(i)) for i in self.node_ids]
-        tokens = self.tokenizer.tokenize(corpus, update_vocab=True, return_as="tuple", show_progress=progress)
         model = bm25s.BM25(method=self.config.method, k1=self.config.k1, b=self.config.b)
-        model.index(tokens, show_progress=progress)
+        bar = tqdm(total=len(self.node_ids), desc=f"BM25 {layout.name}", unit="doc", disable=not progress)
+        index_in_chunks(model, self.tokenizer, _document_chunks(self.skb, layout, self.node_ids, bar))
+        bar.close()
         with atomic_dir(self.index_dir) as tmp:
             model.save(str(tmp / "model"))
             self.tokenizer.save_vocab(str(tmp))
