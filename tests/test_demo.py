@@ -20,10 +20,11 @@ def test_demo_runs_the_full_pipeline(capsys):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6 and cells[1] == "16":
             rows[cells[0]] = {"hit@1": float(cells[2]), "mrr": float(cells[5])}
-    # floors one query (6.25 points) under the measurement of the 16 test queries (session 8, nested plans): a
-    # regression of two queries in any stage, or the shipped plans no longer hitting (every query no_trade), fails here
+    # floors one query (6.25 points) under the measurement of the 16 test queries (session 9: nested plans, pkg's
+    # settings retuned on its nested validation plans): a regression of two queries in any stage, or the shipped
+    # plans no longer hitting (every query no_trade), fails here
     measured = {"bm25": (62.5, 65.1), "dense": (31.2, 47.0), "mfar": (37.5, 49.6), "graph": (31.2, 31.2),
-                "fused": (37.5, 48.2), "grasp-zs": (37.5, 58.9), "grasp": (50.0, 63.9)}
+                "fused": (43.8, 55.5), "grasp-zs": (43.8, 55.5), "grasp": (43.8, 56.0)}
     for method, (hit1, mrr) in measured.items():
         assert method in rows, method
         assert rows[method]["hit@1"] >= hit1 - 6.3 and rows[method]["mrr"] >= mrr - 6.3, (method, rows[method])
@@ -46,7 +47,7 @@ def test_demo_searcher_explains(capsys):
 
 def test_the_shipped_plan_caches_hit():
     """Every demo query and every bio/pkg test query replays a shipped plan in the default (nested) format, and so
-    do the validation plans each shipped fusion setting was tuned on (pkg's in the earlier flat format), so
+    do the validation plans each shipped fusion setting was tuned on (and pkg's flat plans, the earlier baseline), so
     evaluation needs no LLM; a changed prompt or key fails here."""
     from grasp.config import load_config
     from grasp.packaged import DEMO_SKB
@@ -56,7 +57,7 @@ def test_the_shipped_plan_caches_hit():
     expected = [(DEMO_SKB, "nested", {"train": 30, "val": 8, "test": 16})]
     if (SHARED / "data" / "skb").exists():
         expected += [(SHARED / "data" / "skb" / "bio", "nested", {"val": 85, "test": 300}),
-                     (SHARED / "data" / "skb" / "pkg", "nested", {"test": 300}),
+                     (SHARED / "data" / "skb" / "pkg", "nested", {"val": 100, "test": 300}),
                      (SHARED / "data" / "skb" / "pkg", "flat", {"val": 100, "test": 300})]
     for path, plan_format, splits in expected:
         ws = Workspace.open(path, load_config(None, ["planner.kind=cache", f"planner.format={plan_format}"]), progress=False)

@@ -189,7 +189,10 @@ def read_stark_skb(directory: Path | str, dataset: str | None = None) -> SKB:
 
     names, fields = [], []
     for i in range(n):
-        info = dict(node_info[i])
+        info = node_info[i]  # edited in place: the unpickled dicts are ours, and copying each would double them
+        if not isinstance(info, dict):
+            raise FormatError(f"node {i}: expected a dict of attributes, got {type(info).__name__}",
+                              file=directory / "node_info.pkl")
         t = type_names[ntype[i]]
         key = spec.name_keys.get(t, "name")
         raw_name = info.pop(key, None)
