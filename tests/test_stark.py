@@ -214,3 +214,21 @@ def test_cli_convert(tmp_path, prime_dir):
     assert skb.num_nodes == 6
     assert (tmp_path / "out" / "qa" / "queries.jsonl").read_text().count("\n") == 1
     assert np.all(skb.node_type >= 0)
+
+
+def test_each_undirected_pair_is_kept_once_in_its_stored_direction():
+    """On random edge lists: every (relation, unordered pair) stored once or more is kept exactly once; where
+    both directions are stored the lower id is the source, otherwise the stored direction stays."""
+    from grasp.skb.stark import _orient_relations
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        m, k = int(rng.integers(1, 60)), int(rng.integers(2, 12))
+        src, dst, et = rng.integers(0, k, m), rng.integers(0, k, m), rng.integers(0, 2, m)
+        relations, rel, s, d = _orient_relations(src, dst, et, np.zeros(k, dtype=np.int64), ["t"], {0: "a", 1: "b"})
+        etype = [{"a": 0, "b": 1}[r.name] for r in relations]
+        stored = {(int(r), int(a), int(b)) for r, a, b in zip(et, src, dst, strict=True)}
+        kept = [(etype[r], a, b) for r, a, b in zip(rel.tolist(), s.tolist(), d.tolist(), strict=True)]
+        assert len(kept) == len({(r, min(a, b), max(a, b)) for r, a, b in stored})
+        for r, a, b in kept:
+            assert (r, a, b) in stored and (a <= b or (r, b, a) not in stored)

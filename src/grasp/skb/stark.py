@@ -246,12 +246,14 @@ def _orient_relations(src, dst, etype, ntype, type_names, edge_dict):
     src, dst = np.where(flip, dst, src), np.where(flip, src, dst)
     rel = inverse.astype(np.int64)
     n = int(max(src.max(initial=0), dst.max(initial=0))) + 1
-    fwd = (rel * n + src) * n + dst
-    rev = (rel * n + dst) * n + src
-    _, keep = np.unique(fwd, return_index=True)                    # exact duplicates
+    # one edge per (relation, unordered pair): exact duplicates and the second direction go, and where both
+    # directions are stored the one running from the lower id stays (a sort: np.isin took 24 s on 8M Prime edges)
+    pair = (rel * n + np.minimum(src, dst)) * n + np.maximum(src, dst)
+    order = np.lexsort((src > dst, pair))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = pair[order[1:]] != pair[order[:-1]]
     mask = np.zeros(src.shape[0], dtype=bool)
-    mask[keep] = True
-    mask &= ~(np.isin(fwd, rev) & (src > dst))                     # both directions stored: keep one
+    mask[order[first]] = True
     return relations, rel[mask], src[mask], dst[mask]
 
 
