@@ -66,3 +66,6 @@ def test_the_shipped_plan_caches_hit():
             assert hits >= n, (path.name, plan_format, split, hits)
     if len(expected) == 1:
         skip_unless_ci("shared/data/skb not present: only the demo's plans were checked")
+    # the four sampled plans (planner.samples = 5) of bio's first 27 validation queries, README's K table
+    ws = Workspace.open(SHARED / "data" / "skb" / "bio", load_config(None, ["planner.kind=cache"]), progress=False)
+    assert all(ws.planner.cached(q.text, i) is not None for q in ws.queries(split="val", limit=27) for i in range(1, 5))

@@ -62,6 +62,9 @@ class KuzuBackend(CypherBackend):
     TITLE = "Kùzu"
     MODULE, OTHER, PIN = "kuzu", "ladybug", "kuzu==0.11.3"
     FORMAT = 1
+    # the address space each open database reserves (Kùzu's default, 8 TiB, lets one process hold about 15 open
+    # databases before mmap fails); 1 TiB is still far above any STaRK graph's database
+    MAX_DB_SIZE = 1 << 40
 
     def __init__(self, skb: SKB, root: Path, *, buffer_pool_mb: int = 1024, progress: bool = True) -> None:
         try:
@@ -73,7 +76,8 @@ class KuzuBackend(CypherBackend):
         if not (self.path / "complete.json").exists():
             self._build(skb, kuzu, buffer_pool_mb)
         try:
-            self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20)
+            self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20,
+                                     max_db_size=self.MAX_DB_SIZE)
             self._conn = kuzu.Connection(self._db)
         except RuntimeError as e:
             raise IndexCorruptError(f"{self.path}: cannot open the {self.TITLE} database ({e}); delete it to rebuild") from None
@@ -82,7 +86,7 @@ class KuzuBackend(CypherBackend):
     def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:
         names = self.names
         with atomic_dir(self.path) as tmp:
-            db = kuzu.Database(str(tmp / "db"), buffer_pool_size=buffer_pool_mb << 20)
+            db = kuzu.Database(str(tmp / "db"), buffer_pool_size=buffer_pool_mb << 20, max_db_size=self.MAX_DB_SIZE)
             conn = kuzu.Connection(db)
             csv_dir = tmp / "csv"
             csv_dir.mkdir()
