@@ -123,7 +123,8 @@ class _Words:
         self.rng = rng
 
     def sample(self, n: int) -> list[str]:
-        return self.vocab[np.searchsorted(self.cdf, self.rng.random(n))].tolist()
+        picks = np.searchsorted(self.cdf, self.rng.random(n))
+        return self.vocab[np.minimum(picks, self.vocab.size - 1)].tolist()  # the cdf may end a hair below 1
 
     def text(self, n: int) -> str:
         return " ".join(self.sample(max(1, n)))
