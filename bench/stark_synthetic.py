@@ -45,11 +45,12 @@ def _random_vector_encoder():
     import numpy as np
 
     import grasp.workspace as ws_module
-    from grasp.encode.encoder import Encoder, build_encoder, encoder_id
+    from grasp.encode.encoder import Encoder, build_encoder
 
     class RandomDocumentVectors(Encoder):
         def __init__(self, cfg) -> None:
-            self.cfg, self._real, self.model_id, self.dim = cfg, None, encoder_id(cfg), 384
+            self._real = build_encoder(cfg)  # encodes the queries, and says the model id and dimension
+            self.model_id, self.dim = self._real.model_id, self._real.dim
             self._rng = np.random.default_rng(0)
 
         def encode(self, texts, *, progress=False, desc="encoding"):
@@ -57,8 +58,6 @@ def _random_vector_encoder():
             return x / np.linalg.norm(x, axis=1, keepdims=True)
 
         def encode_queries(self, texts, *, progress=False):
-            if self._real is None:
-                self._real = build_encoder(self.cfg)
             return self._real.encode_queries(texts, progress=progress)
 
     ws_module.build_encoder = RandomDocumentVectors

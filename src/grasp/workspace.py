@@ -25,7 +25,7 @@ from grasp.eval.report import EvalReport, evaluate_run
 from grasp.packaged import SHIPPED_MODELS
 from grasp.results import Query, Run
 from grasp.retriever import Retriever
-from grasp.skb import SKB, load_queries, load_skb, select_queries
+from grasp.skb import SKB, default_queries_path, load_queries, load_skb, select_queries
 from grasp.skb.documents import CandidateSerializer, DocumentLayout, layout_for
 from grasp.storage import Setting, stable_hash
 
@@ -239,13 +239,7 @@ class Workspace:
         return self._retrievers[method]
 
     def default_queries_path(self) -> Path:
-        """The SKB's ``qa/queries.jsonl``; for a STaRK processed folder without one, a STaRK QA folder
-        ``qa/`` beside it (``stark_qa/`` and ``split/``), when there is one."""
-        own = Path(self.skb.source) / "qa" / "queries.jsonl"
-        beside = Path(self.skb.source).parent / "qa"
-        if not own.exists() and "stark_dataset" in self.skb.meta and (beside / "stark_qa").is_dir():
-            return beside
-        return own
+        return default_queries_path(self.skb)
 
     def queries(self, path: Path | str | None = None, *, split: str | None = None, limit: int | None = None) -> list[Query]:
         path = Path(path) if path is not None else self.default_queries_path()

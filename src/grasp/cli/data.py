@@ -22,12 +22,11 @@ def validate(skb_dir, stark_dataset, queries_file):
     """Check an SKB (and its queries) completely; print a summary or the first problem."""
     import numpy as np
 
-    from grasp.skb import check_answers, load_queries, load_skb
-    from grasp.workspace import Workspace
+    from grasp.skb import check_answers, default_queries_path, load_queries, load_skb
 
     skb = load_skb(skb_dir, stark_dataset=stark_dataset)
     click.echo(f"ok: {skb!r}")
-    qpath = queries_file or Workspace(skb).default_queries_path()
+    qpath = queries_file or default_queries_path(skb)
     if qpath.exists():
         queries = check_answers(load_queries(qpath), skb, qpath)
         splits = {s: sum(q.split == s for q in queries) for s in sorted({q.split or "-" for q in queries})}

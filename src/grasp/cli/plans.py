@@ -92,17 +92,17 @@ def plans_import(ctx, plans_file, skb_dir, stark_dataset, skip_rejected):
         if not isinstance(rec.get("plan"), dict):
             raise FormatError("missing plan object", file=plans_file, line=lineno, field="plan")
         rows.append((lineno, rec["query"], rec["plan"]))
-    checks = [ws.planner.store(q, p, source=str(plans_file), write=False) for _, q, p in rows]
-    rejected = [(lineno, c.reason) for (lineno, _, _), c in zip(rows, checks, strict=True) if c.status == "rejected"]
+    adopted = [ws.planner.adopt(p) for _, _, p in rows]  # (raw, check) each
+    rejected = [(lineno, c.reason) for (lineno, _, _), (_, c) in zip(rows, adopted, strict=True) if c.status == "rejected"]
     for lineno, reason in rejected[:10]:
         click.echo(f"{plans_file}:{lineno}: rejected: {reason}", err=True)
     if rejected and not skip_rejected:
         raise GraspError(f"{len(rejected)} of {len(rows)} plans rejected; nothing imported (--skip-rejected imports "
                          "the others)")
-    for (_, q, p), c in zip(rows, checks, strict=True):
+    for (_, q, _), (raw, c) in zip(rows, adopted, strict=True):
         if c.status != "rejected":
-            ws.planner.store(q, p, source=str(plans_file))
-    counts = {s: sum(c.status == s for c in checks) for s in ("valid", "repaired", "rejected")}
+            ws.planner.store(q, raw, source=str(plans_file))
+    counts = {s: sum(c.status == s for _, c in adopted) for s in ("valid", "repaired", "rejected")}
     click.echo(f"imported {len(rows) - len(rejected)} plans into {ws.planner.cache.writable} ({counts}; model "
                f"{ws.planner.model_id}, prompt {ws.planner.builder.hash}, format {ws.config.planner.format})")
 

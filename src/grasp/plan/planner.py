@@ -134,16 +134,19 @@ class Planner:
                         {"role": "user", "content": f"That plan is invalid: {check.reason}. "
                                                     "Reply with a corrected JSON plan only."}]
         seconds = time.perf_counter() - t0
-        self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.builder.hash, "query": query,
-                        "grammar": self.grammar, "raw": raw if error is None else "", "attempts": attempts,
-                        "error": error, "seconds": round(seconds, 3), **({"sample": sample} if sample else {})})
+        self._put(key, query, raw if error is None else "", attempts=attempts, error=error, seconds=seconds,
+                  **({"sample": sample} if sample else {}))
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
 
-    def store(self, query: str, plan: dict, *, source: str, write: bool = True) -> PlanCheck:
-        """Cache ``plan`` (flat or nested; made elsewhere: by hand, by another planner, by a generator) as this
-        planner's greedy plan for ``query``, written in its format, so that replaying the cache
-        (``planner.kind=cache``) uses it as it would a plan of its own. Returns the plan's check; a plan the
-        validator rejects is not cached (nor any with ``write=False``: a check only)."""
+    def _put(self, key: str, query: str, raw: str, *, attempts: int, error: str | None, seconds: float, **extra) -> None:
+        """Cache one plan record (the LLM's reply, or a plan imported from elsewhere)."""
+        self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.builder.hash, "query": query,
+                        "grammar": self.grammar, "raw": raw, "attempts": attempts, "error": error,
+                        "seconds": round(seconds, 3), **extra})
+
+    def adopt(self, plan: dict) -> tuple[str, PlanCheck]:
+        """A plan made elsewhere (flat or nested: by hand, by another planner, by a generator) written in this
+        planner's format, and its check."""
         import json
 
         try:
@@ -151,14 +154,15 @@ class Planner:
             flat = nested_to_flat(plan) if nested else plan
             raw = json.dumps(flat_to_nested(flat) if self.nested else flat, ensure_ascii=False)
         except (PlanRejected, KeyError, TypeError, AttributeError) as e:
-            return _failed(self.skb, f"not a plan ({type(e).__name__}: {e})")
-        check = self.check(raw)
-        same = (self.cache.get(self.key(query)) or {}).get("raw") == raw  # imported before: nothing to append
-        if write and check.status != "rejected" and not same:
-            self.cache.put({"key": self.key(query), "model": self.model_id, "prompt_hash": self.builder.hash,
-                            "query": query, "grammar": self.grammar, "raw": raw, "attempts": 0, "error": None,
-                            "seconds": 0.0, "imported": source})
-        return check
+            return "", _failed(self.skb, f"not a plan ({type(e).__name__}: {e})")
+        return raw, self.check(raw)
+
+    def store(self, query: str, raw: str, *, source: str) -> None:
+        """Cache ``raw`` (from :meth:`adopt`) as this planner's greedy plan for ``query``, so that replaying the
+        cache (``planner.kind=cache``) uses it as it would a plan of its own; the same plan again appends nothing."""
+        key = self.key(query)
+        if (self.cache.get(key) or {}).get("raw") != raw:
+            self._put(key, query, raw, attempts=0, error=None, seconds=0.0, imported=source)
 
     def plan_many(self, queries: Sequence[Query], *, workers: int | None = None,
                   progress: bool = True) -> dict[str, PlanOutcome]:

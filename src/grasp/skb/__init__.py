@@ -8,7 +8,14 @@ from grasp.errors import FormatError
 from grasp.results import Query
 from grasp.skb.graph import SKB, Adjacency
 from grasp.skb.open_format import is_open_format, read_skb, write_skb
-from grasp.skb.queries import check_answers, load_queries, read_queries, select_queries, write_queries
+from grasp.skb.queries import (
+    check_answers,
+    default_queries_path,
+    load_queries,
+    read_queries,
+    select_queries,
+    write_queries,
+)
 from grasp.skb.schema import NodeTypeSpec, RelationSpec, Schema
 from grasp.skb.stark import is_stark_processed, read_stark_qa, read_stark_skb
 
@@ -31,5 +38,5 @@ def load_skb(path: Path | str, *, stark_dataset: str | None = None) -> SKB:
 __all__ = [
     "SKB", "Adjacency", "Schema", "NodeTypeSpec", "RelationSpec", "Query",
     "load_skb", "read_skb", "write_skb", "read_stark_skb", "read_stark_qa",
-    "read_queries", "load_queries", "write_queries", "select_queries", "check_answers",
+    "read_queries", "load_queries", "default_queries_path", "write_queries", "select_queries", "check_answers",
 ]

@@ -54,6 +54,16 @@ def load_queries(path: Path | str) -> list[Query]:
     return read_queries(path)
 
 
+def default_queries_path(skb: SKB) -> Path:
+    """The SKB's ``qa/queries.jsonl``; for a STaRK processed folder without one, a STaRK QA folder ``qa/``
+    beside it (``stark_qa/`` and ``split/``), when there is one."""
+    own = Path(skb.source) / "qa" / "queries.jsonl"
+    beside = Path(skb.source).parent / "qa"
+    if not own.exists() and "stark_dataset" in skb.meta and (beside / "stark_qa").is_dir():
+        return beside
+    return own
+
+
 def write_queries(queries: Iterable[Query], path: Path | str) -> None:
     """Write queries.jsonl (atomically)."""
     from grasp.storage import atomic_file

@@ -190,18 +190,12 @@ def _node_info(dataset: str, t: str, name: str, i: int, words: _Words, n_words: 
             "drug": "DrugBank"}.get(t, "SYN"), "details": details}
 
 
-_TEXT_FIELD = {"amazon": ("description", 0), "mag": ("abstract", None), "prime": ("details", "summary")}
-
-
 def _plant(info: dict, dataset: str, phrase: str) -> None:
-    """Put ``phrase`` into the node's main text field."""
-    key, sub = _TEXT_FIELD[dataset]
-    if dataset == "amazon":
-        info[key][0] = f"{info[key][0]} {phrase}"
-    elif dataset == "mag":
-        info[key] = f"{info[key]} {phrase}"
-    else:
-        info[key][sub] = f"{info[key].get(sub, '')} {phrase}"
+    """Put ``phrase`` into the node's main text field (Amazon's description, MAG's abstract, Prime's summary)."""
+    holder, key = {"amazon": (info.get("description"), 0), "mag": (info, "abstract"),
+                   "prime": (info.get("details"), "summary")}[dataset]
+    before = holder[key] if isinstance(holder, list) else holder.get(key, "")
+    holder[key] = f"{before} {phrase}"
 
 
 class _Adjacency:
