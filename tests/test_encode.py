@@ -45,6 +45,29 @@ def test_exact_index_matches_brute_force_across_chunks():
     assert idx.search(q, 10_000)[0].shape == (3, 5000)
 
 
+def test_two_pass_fp16_search_equals_the_float32_scan():
+    """Above chunk_rows a float16 matrix is searched in half precision, then its shortlist rescored in
+    float32: the brute-force ranking (ties by row) and the one-pass scan's scores, duplicated rows included."""
+    rng = np.random.default_rng(4)
+    vecs = rng.normal(size=(20_000, 32)).astype(np.float32)
+    vecs[5000:5040] = vecs[17]  # 41 identical rows: a tie the order must break by row
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float16)
+    ids = np.arange(20_000) * 2 + 1
+    q = np.concatenate([vecs[[17, 3, 19_999]].astype(np.float32) + 0.02, rng.normal(size=(5, 32))]).astype(np.float32)
+    full = q @ vecs.astype(np.float32).T
+    brute = np.lexsort((np.broadcast_to(np.arange(20_000), full.shape), -full), axis=1)  # score, then row
+    scan = ExactIndex(vecs, ids, chunk_rows=1 << 20)   # one pass
+    two = ExactIndex(vecs, ids, chunk_rows=4096)
+    for k in (1, 5, 100, 2000):
+        (_, a_s), (b_ids, b_s) = scan.search(q, k), two.search(q, k)
+        if k <= 100:  # deeper, scores 1e-7 apart swap places (GEMV vs GEMM rounding)
+            assert np.array_equal(b_ids, ids[brute[:, :k]]), k
+        assert np.allclose(b_s, np.take_along_axis(full, brute[:, :k], 1), atol=1e-6), k
+        assert np.allclose(b_s, np.take_along_axis(full, (b_ids - 1) // 2, 1), atol=1e-6), k
+        assert np.allclose(a_s, b_s, atol=1e-6), k  # the scan keeps some of the tied rows, at the same scores
+    assert two.search(q[:1], 5)[0][0].tolist() == [ids[17]] + ids[5000:5004].tolist()
+
+
 def test_faiss_index_recovers_nearest():
     pytest.importorskip("faiss")
     from grasp.encode import FaissIndex

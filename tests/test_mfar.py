@@ -36,6 +36,38 @@ def test_field_scores_are_on_comparable_scales(index):
     assert np.all(dense[empty_field, genes] == 0)  # genes have no definition: no evidence from that field
 
 
+def test_candidate_pool_is_every_field_top_with_exact_scores(index):
+    """The pool is the union of each field's top ``depth`` (BM25 rows it matches, dense rows by cosine over
+    the field's non-empty rows) and every pool row's field scores are exact, the dense ones from the stored
+    float16 vectors in float32; a brute-force reference over the whole matrix agrees."""
+    idx, _ = index
+    r = MFARRetriever(idx, depth=3)
+    text = "sodium voltage-gated channel"
+    q = idx.encoder.encode_queries([text])[0]
+    tokens = [t[0] for t in idx.tokenize([text])]
+    rows, lex, dense = r.field_scores(q, tokens)
+
+
+    def strictly_top3(scores: np.ndarray) -> np.ndarray:  # what any top 3 holds, whichever ties it breaks
+        return np.flatnonzero(scores > (np.sort(scores)[-4] if scores.size > 3 else -np.inf))
+
+    want: set[int] = set()
+    for full in idx.lexical_scores(tokens):
+        want |= {int(i) for i in strictly_top3(full) if full[i] > 0}
+    for have, m in zip(idx.dense_rows, idx.dense, strict=True):
+        if have.size:
+            want |= set(have[strictly_top3(np.asarray(m, np.float32) @ q)].tolist())
+    assert len(want) >= 6 and want <= set(rows.tolist())
+    np.testing.assert_allclose(lex, idx.lexical_scores(tokens)[:, rows].T)
+    ref = np.zeros((rows.size, idx.n_fields), np.float32)
+    for f, (have, m) in enumerate(zip(idx.dense_rows, idx.dense, strict=True)):
+        for j, row in enumerate(rows.tolist()):
+            if row in have.tolist():
+                ref[j, f] = np.asarray(m[have.tolist().index(row)], np.float32) @ q
+    np.testing.assert_allclose(dense, ref, atol=1e-6)
+    assert all(m.dtype == np.float16 for m in idx.dense)  # nothing is held in float32
+
+
 def test_uniform_weights_at_start_and_retrieval(index):
     idx, _ = index
     w = FieldWeights(idx.encoder.dim, idx.n_fields)
@@ -122,3 +154,31 @@ def test_a_start_with_built_indexes_renders_no_field(index, monkeypatch):
     again = FieldIndex(idx.skb, get_layout("generic"), idx.encoder, idx.lexical[0].index_dir.parent.parent,
                        progress=False)
     assert calls == [] and [r.tolist() for r in again.dense_rows] == [r.tolist() for r in idx.dense_rows]
+
+
+def test_a_first_build_renders_each_lexical_field_once(index, tmp_path, monkeypatch):
+    """BM25 and the non-empty rows of a field come from one rendering pass; only a dense field that is not
+    reused from Stage 1 renders its non-empty rows once more, for the encoder."""
+    from collections import Counter
+
+    from grasp.text.mfar import fields_index
+
+    idx, _ = index
+    calls: Counter = Counter()
+    real = fields_index._FieldLayout.document
+    monkeypatch.setattr(fields_index._FieldLayout, "document",
+                        lambda self, skb, node: calls.update([self.spec.name]) or real(self, skb, node))
+    fresh = FieldIndex(idx.skb, get_layout("generic"), idx.encoder, tmp_path, dense_fields=["definition"],
+                       progress=False)
+    n = idx.node_ids.size
+    names = [s.name for s in fresh.specs]
+    definition = fresh.dense_rows[names.index("definition")].size
+    assert 0 < definition < n
+    # single, the whole document, is the BM25 baseline's index (rendered by the document layout itself)
+    assert calls == Counter({name: n + (definition if name == "definition" else 0) for name in names if name != "single"})
+    from grasp.text.bm25 import BM25Retriever
+
+    baseline = BM25Retriever(idx.skb, get_layout("generic"), tmp_path, progress=False)
+    assert fresh.lexical[names.index("single")].index_dir == baseline.index_dir
+    assert [r.tolist() for r in fresh.lexical_scores([t[0] for t in fresh.tokenize(["sodium"])])] == \
+        [r.tolist() for r in idx.lexical_scores([t[0] for t in idx.tokenize(["sodium"])])]

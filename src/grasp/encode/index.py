@@ -7,6 +7,7 @@ million-node graphs.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -26,10 +27,20 @@ class VectorIndex(ABC):
 
 
 class ExactIndex(VectorIndex):
+    """Exact top-k by cosine. A float16 matrix larger than ``chunk_rows`` is searched in two passes: a
+    half-precision product over every row (torch's fp16 kernel reads the stored matrix as it is, about 20x
+    faster than converting it to float32 chunk by chunk, which cost 1.4 s per anchor over 1.1M MAG authors),
+    then the best ``k + SHORTLIST`` rows rescored in float32 exactly as the one-pass scan scores them, so
+    scores and order are the scan's unless more than SHORTLIST rows lie within fp16 rounding (~5e-4) of the
+    k-th score."""
+
+    SHORTLIST = 1024
+
     def __init__(self, vectors: np.ndarray, ids: np.ndarray, *, chunk_rows: int = 65536) -> None:
         self.vectors = vectors
         self.ids = np.asarray(ids, dtype=np.int64)
         self.chunk_rows = chunk_rows
+        self._half = None  # the fp16 matrix as a torch tensor (no copy), made on the first two-pass search
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
@@ -38,6 +49,34 @@ class ExactIndex(VectorIndex):
         m = q.shape[0]
         if k == 0:
             return np.zeros((m, 0), dtype=np.int64), np.zeros((m, 0), dtype=np.float32)
+        if self.vectors.dtype == np.float16 and n > self.chunk_rows:
+            return self._two_pass(q, k)
+        return self._scan(q, k)
+
+    def _two_pass(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        if self._half is None:
+            with warnings.catch_warnings():  # a read-only memory map: torch warns, and nothing writes to it
+                warnings.simplefilter("ignore", UserWarning)
+                self._half = torch.from_numpy(np.asarray(self.vectors))
+        n = self.vectors.shape[0]
+        short = min(n, k + self.SHORTLIST)
+        with torch.no_grad():
+            approx = torch.from_numpy(q).half() @ self._half.T
+            rows = torch.topk(approx, short, dim=1).indices.numpy()
+        ids, scores = [], []
+        for qi, r in zip(q, rows, strict=True):
+            r = np.sort(r)  # rows in order: the gather reads the memory map forwards
+            exact = np.asarray(self.vectors[r], dtype=np.float32) @ qi
+            order = np.lexsort((r, -exact))[:k]
+            ids.append(r[order])
+            scores.append(exact[order])
+        return self.ids[np.stack(ids)], np.stack(scores).astype(np.float32)
+
+    def _scan(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """One pass over the matrix in row chunks, each converted to float32."""
+        n, m = self.vectors.shape[0], q.shape[0]
         best_s = np.full((m, 0), -np.inf, dtype=np.float32)
         best_i = np.zeros((m, 0), dtype=np.int64)
         for lo in range(0, n, self.chunk_rows):

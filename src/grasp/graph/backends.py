@@ -28,6 +28,11 @@ def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ids, scores = zip(*rows, strict=True)
+    return _columns_to_arrays(ids, scores)
+
+
+def _columns_to_arrays(ids, scores) -> tuple[np.ndarray, np.ndarray]:
+    """(node ids, scores) of a result's two columns, one row per node (its best score), by id."""
     ids, scores = np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
     # one row per node: a database holding an edge twice (an interrupted load run again) must not rank a node twice
     order = np.lexsort((-scores, ids))
@@ -35,6 +40,25 @@ def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     first = np.ones(ids.size, dtype=bool)
     first[1:] = ids[1:] != ids[:-1]
     return ids[first], scores[first]
+
+
+def _fetch_columns(result) -> tuple[np.ndarray, np.ndarray]:
+    """A Kùzu/LadybugDB result's (id, score) columns. Through the engine's columnar export when pandas is
+    installed (about 20x faster than Python's row loop on 500K rows, which one hub anchor can return),
+    else row by row."""
+    try:
+        import pandas  # noqa: F401 - get_as_df needs it
+    except ImportError:
+        rows = []
+        while result.has_next():
+            rows.append(result.get_next())
+        return _rows_to_arrays(rows)
+    frame = result.get_as_df()
+    if frame.shape[1] != 2:
+        raise GraspError(f"the compiled query returned {frame.shape[1]} columns, expected (id, score)")
+    if len(frame) == 0:
+        return _rows_to_arrays([])
+    return _columns_to_arrays(frame.iloc[:, 0].to_numpy(), frame.iloc[:, 1].to_numpy())
 
 
 def _import_engine(module: str, other: str):
@@ -131,13 +155,10 @@ class KuzuBackend(CypherBackend):
             result = self._conn.execute(query.cypher, query.params)
         except RuntimeError as e:
             raise GraspError(f"{self.TITLE} rejected the compiled query: {e}") from None
-        rows = []
         try:
-            while result.has_next():
-                rows.append(result.get_next())
+            return _fetch_columns(result)
         finally:
             result.close()
-        return _rows_to_arrays(rows)
 
     def close(self) -> None:
         """Release the database; also run at interpreter exit (Kùzu objects torn down in arbitrary

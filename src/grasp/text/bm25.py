@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +31,17 @@ def make_tokenizer(config: BM25Config):
     return bm25s.tokenization.Tokenizer(stopwords=config.stopwords or [], stemmer=stemmer)
 
 
-def _document_chunks(skb: SKB, layout: DocumentLayout, node_ids: np.ndarray, bar, size: int = 20_000) -> Iterator[list[str]]:
+def _document_chunks(skb: SKB, layout: DocumentLayout, node_ids: np.ndarray, bar, size: int = 20_000,
+                     on_chunk: Callable[[int, list[str]], None] | None = None) -> Iterator[list[str]]:
     for lo in range(0, len(node_ids), size):
         chunk = [layout.document(skb, int(i)) for i in node_ids[lo:lo + size]]
+        if on_chunk is not None:
+            on_chunk(lo, chunk)
         bar.update(len(chunk))
         yield chunk
+
+
+_SCORE_SLICE = 1 << 24
 
 
 def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
@@ -70,15 +76,27 @@ def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
     for value in np.unique(df[df > 0]).tolist():  # the scorers take one df at a time
         idf[df == value] = idf_of(value, N=n_docs)
     tfc = _select_tfc_scorer(model.method)
-    scores = (idf[term] * tfc(tf_array=tf, l_d=doc_len[doc], l_avg=avg_len, k1=model.k1, b=model.b,
-                              delta=model.delta)).astype(np.float32)
     model.nonoccurrence_array = None
     if model.method in model.methods_requiring_nonoccurrence:
         model.nonoccurrence_array = np.where(df > 0, idf * tfc(tf_array=0, l_d=avg_len, l_avg=avg_len, k1=model.k1,
                                                                b=model.b, delta=model.delta), 0).astype(np.float32)
-        scores -= model.nonoccurrence_array[term]
+    scores = np.empty(tf.size, dtype=np.float32)
+    for lo in range(0, tf.size, _SCORE_SLICE):  # a slice at a time: the scorer's temporaries stay small
+        sl = slice(lo, lo + _SCORE_SLICE)
+        part = idf[term[sl]] * tfc(tf_array=tf[sl], l_d=doc_len[doc[sl]], l_avg=avg_len, k1=model.k1, b=model.b,
+                                   delta=model.delta)
+        if model.nonoccurrence_array is not None:
+            part -= model.nonoccurrence_array[term[sl]]
+        scores[sl] = part
     del tf
-    matrix = sp.csc_matrix((scores, (doc, term)), shape=(n_docs, n_vocab), dtype=np.float32)
+    # (document, term) pairs come sorted by document, then term: they are a CSR matrix as they stand, and
+    # scipy's CSR -> CSC conversion allocates only its output (the COO route copied every array again)
+    indptr = np.zeros(n_docs + 1, dtype=np.int64 if scores.size >= 2**31 else np.int32)
+    np.cumsum(np.bincount(doc, minlength=n_docs), out=indptr[1:])
+    del doc
+    matrix = sp.csr_matrix((scores, term, indptr), shape=(n_docs, n_vocab), dtype=np.float32)
+    del scores, term, indptr
+    matrix = matrix.tocsc()
     model.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "num_docs": n_docs}
     if "" not in vocab:  # as bm25s' create_empty_token
         vocab[""] = max(vocab.values(), default=-1) + 1
@@ -93,7 +111,10 @@ class BM25Retriever(Retriever):
     name = "bm25"
 
     def __init__(self, skb: SKB, layout: DocumentLayout, root: Path, config: BM25Config | None = None,
-                 *, progress: bool = True, node_ids: np.ndarray | None = None) -> None:
+                 *, progress: bool = True, node_ids: np.ndarray | None = None,
+                 on_chunk: Callable[[int, list[str]], None] | None = None) -> None:
+        """``on_chunk(first row, texts)`` sees each chunk of rendered documents when the index is built (a
+        caller that needs something else of the same texts renders them once)."""
         import bm25s
 
         self.skb = skb
@@ -104,7 +125,7 @@ class BM25Retriever(Retriever):
         self.index_dir = Path(root) / f"bm25-{stable_hash(key)}"
         self.tokenizer = make_tokenizer(self.config)
         if not (self.index_dir / "complete.json").exists():
-            self._build(layout, key, progress)
+            self._build(layout, key, progress, on_chunk)
         try:
             self.model = bm25s.BM25.load(str(self.index_dir / "model"), mmap=True)  # pages read on demand
             self.tokenizer.load_vocab(str(self.index_dir))
@@ -115,12 +136,13 @@ class BM25Retriever(Retriever):
         if not np.array_equal(stored, self.node_ids):
             raise IndexCorruptError(f"{self.index_dir}: node ids differ from the SKB; delete the folder to rebuild")
 
-    def _build(self, layout: DocumentLayout, key: dict, progress: bool) -> None:
+    def _build(self, layout: DocumentLayout, key: dict, progress: bool, on_chunk) -> None:
         import bm25s
 
         model = bm25s.BM25(method=self.config.method, k1=self.config.k1, b=self.config.b)
         bar = tqdm(total=len(self.node_ids), desc=f"BM25 {layout.name}", unit="doc", disable=not progress)
-        index_in_chunks(model, self.tokenizer, _document_chunks(self.skb, layout, self.node_ids, bar))
+        index_in_chunks(model, self.tokenizer, _document_chunks(self.skb, layout, self.node_ids, bar,
+                                                                on_chunk=on_chunk))
         bar.close()
         with atomic_dir(self.index_dir) as tmp:
             model.save(str(tmp / "model"))

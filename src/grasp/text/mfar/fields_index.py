@@ -19,6 +19,7 @@ import numpy as np
 
 from grasp.config import BM25Config
 from grasp.encode.encoder import Encoder
+from grasp.encode.index import ExactIndex
 from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
 from grasp.errors import ConfigError
@@ -75,20 +76,19 @@ class FieldIndex:
         store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
         self.lexical: list[BM25Retriever] = []
         self.dense_rows: list[np.ndarray] = []   # per field: candidate rows whose field is non-empty
-        self.dense: list[np.ndarray] = []        # per field: their embeddings (float32, in memory)
+        self.dense: list[np.ndarray] = []        # per field: their embeddings, as stored (float16, memory-mapped)
+        self._dense_search: list[ExactIndex] = []
         self.has_dense: list[bool] = []
         for spec, lay in zip(self.specs, self.layouts, strict=True):
-            rendered: list[str] | None = None  # the field of every candidate, rendered only when something is built
-
-            def texts(lay=lay) -> list[str]:
-                nonlocal rendered
-                if rendered is None:
-                    rendered = [lay.document(skb, int(i)) for i in self.node_ids]
-                return rendered
-
-            rows = self._nonempty_rows(Path(root) / "mfar", lay, texts)
-            self.lexical.append(BM25Retriever(skb, lay, Path(root) / "mfar", bm25, progress=progress,
-                                              node_ids=self.node_ids))
+            rows_path = Path(root) / "mfar" / f"rows-{stable_hash([lay.key, self.skb.fingerprint, self._nodes_hash])}.npy"
+            found: list[np.ndarray] = []  # non-empty rows seen while BM25 renders the field (one pass for both)
+            whole = spec.kind == "single"  # the whole document: the BM25 baseline's own index, built once for both
+            self.lexical.append(BM25Retriever(
+                skb, layout if whole else lay, Path(root) if whole else Path(root) / "mfar", bm25, progress=progress,
+                node_ids=self.node_ids,
+                on_chunk=None if rows_path.exists() else lambda lo, texts, f=found: f.append(
+                    lo + np.flatnonzero([bool(t) for t in texts]))))
+            rows = self._nonempty_rows(rows_path, lay, found)
             use_dense = dense_fields is None or spec.name in dense_fields
             self.has_dense.append(use_dense)
             if not use_dense:
@@ -98,20 +98,25 @@ class FieldIndex:
                 emb = self._from_node_vectors(node_vectors, "name" if spec.kind == "name" else "doc", rows)
             else:
                 key = {"mode": "field", "layout": lay.key, "skb": skb.fingerprint}
-                row_of_node = {int(n): int(r) for n, r in zip(self.node_ids[rows].tolist(), rows.tolist(), strict=True)}
                 emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
-                                lambda node, t=texts, m=row_of_node: t()[m[node]], encoder, progress=progress)
+                                lambda node, lay=lay: lay.document(skb, node), encoder, progress=progress)
             self.dense_rows.append(rows)
-            # float32 in memory: scoring every row per query in float16 would convert the matrix each time
-            self.dense.append(np.ascontiguousarray(emb, dtype=np.float32))
+            # kept as stored: a float32 copy of Amazon's two default fields would hold 2.9 GB, and ExactIndex
+            # finds each field's top rows in half precision, then scores them in float32
+            self.dense.append(emb)
+            self._dense_search.append(ExactIndex(emb, rows))
 
-    def _nonempty_rows(self, root: Path, lay: DocumentLayout, texts) -> np.ndarray:
-        """Candidate rows whose field is non-empty, kept beside the field's BM25 index so that a start
-        with built indexes renders nothing."""
-        path = root / f"rows-{stable_hash([lay.key, self.skb.fingerprint, self._nodes_hash])}.npy"
+    def _nonempty_rows(self, path: Path, lay: DocumentLayout, found: list[np.ndarray]) -> np.ndarray:
+        """Candidate rows whose field is non-empty, kept beside the field's BM25 index so that a start with
+        built indexes renders nothing; ``found``: what the BM25 build saw (empty when the index was built
+        before, and the field is then rendered once more, without holding its texts)."""
         if path.exists():
             return np.load(path)
-        rows = np.array([r for r, t in enumerate(texts()) if t], dtype=np.int64)
+        if found:
+            rows = np.concatenate(found).astype(np.int64)
+        else:
+            rows = np.array([r for r, node in enumerate(self.node_ids.tolist()) if lay.document(self.skb, node)],
+                            dtype=np.int64)
         with atomic_file(path, "wb") as f:
             np.save(f, rows)
         return rows
@@ -155,13 +160,11 @@ class FieldIndex:
                 out[f] = s / top
         return out
 
-    def dense_all(self, query_vec: np.ndarray) -> np.ndarray:
-        """(F, N) cosines of one query with every candidate in every field (0 where a field is empty)."""
-        out = np.zeros((self.n_fields, self.node_ids.size), dtype=np.float32)
-        for f, (rows, m) in enumerate(zip(self.dense_rows, self.dense, strict=True)):
-            if rows.size:
-                out[f, rows] = m @ query_vec
-        return out
+    def dense_top(self, query_vec: np.ndarray, depth: int) -> list[np.ndarray]:
+        """Per dense field, the candidate rows of its ``depth`` best cosines with the query (exact, best
+        first; only rows whose field is non-empty)."""
+        return [index.search(query_vec, depth)[0][0] for index, rows in zip(self._dense_search, self.dense_rows,
+                                                                           strict=True) if rows.size]
 
     def dense_scores(self, query_vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """(F, len(rows)) cosines of one query with the given candidate rows in every field."""
@@ -170,5 +173,5 @@ class FieldIndex:
             pos = np.searchsorted(have, rows)
             hit = (pos < have.size) & (have[np.minimum(pos, max(have.size - 1, 0))] == rows) if have.size else np.zeros(len(rows), bool)
             if hit.any():
-                out[f, hit] = m[pos[hit]] @ query_vec
+                out[f, hit] = np.asarray(m[pos[hit]], dtype=np.float32) @ query_vec
         return out

@@ -41,11 +41,10 @@ class MFARRetriever(Retriever):
     def field_scores(self, query_vec: np.ndarray, tokens: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(candidate rows, lexical (C, F), dense (C, F)) for one query."""
         lex_all = self.index.lexical_scores(tokens)                                   # (F, N)
-        dense_all = self.index.dense_all(query_vec)                                    # (F, N)
         pools = [t[r[t] > 0] for r in lex_all if (t := _top(r, self.depth)).size]          # fields the query matches
-        pools += [_top(r, self.depth) for r, on in zip(dense_all, self.index.has_dense, strict=True) if on]
+        pools += self.index.dense_top(query_vec, self.depth)
         rows = np.unique(np.concatenate(pools)) if pools else np.zeros(0, dtype=np.int64)
-        return rows, lex_all[:, rows].T, dense_all[:, rows].T
+        return rows, lex_all[:, rows].T, self.index.dense_scores(query_vec, rows).T
 
     @torch.no_grad()
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
