@@ -44,6 +44,17 @@ def _document_chunks(skb: SKB, layout: DocumentLayout, node_ids: np.ndarray, bar
 _SCORE_SLICE = 1 << 24
 
 
+def _concatenate(parts: list[np.ndarray], dtype) -> np.ndarray:
+    """One array of the parts, each released once copied (np.concatenate would hold every part beside the result)."""
+    out = np.empty(sum(p.size for p in parts), dtype=dtype)
+    lo = 0
+    while parts:
+        part = parts.pop(0)
+        out[lo:lo + part.size] = part
+        lo += part.size
+    return out
+
+
 def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
     """Index a corpus given chunk by chunk into the bm25s ``model``, with the scores, vocabulary and parameters
     that ``model.index(tokenizer.tokenize(corpus, update_vocab=True, return_as="tuple"))`` gives (tested
@@ -52,22 +63,24 @@ def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
     import scipy.sparse as sp
     from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
-    docs, terms, counts, lengths, base = [], [], [], [], 0
+    terms, counts, per_doc, lengths, base = [], [], [], [], 0
     for texts in chunks:
         ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
         lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
-        pair, tf = np.unique((np.repeat(np.arange(base, base + len(ids)), lens) << 32) | flat, return_counts=True)
-        docs.append((pair >> 32).astype(np.int32))
+        pair, tf = np.unique((np.repeat(np.arange(len(ids)), lens) << 32) | flat, return_counts=True)
+        per_doc.append(np.bincount(pair >> 32, minlength=len(ids)))  # distinct terms of each document
         terms.append((pair & 0xFFFFFFFF).astype(np.int32))
         counts.append(tf.astype(np.float32))
         lengths.append(lens)
         base += len(ids)
     vocab = tokenizer.get_vocab_dict()
     n_docs, n_vocab = base, len(vocab)
-    doc, term, tf = (np.concatenate(x) if x else np.zeros(0, t) for x, t in
-                     ((docs, np.int32), (terms, np.int32), (counts, np.float32)))
-    del docs, terms, counts
+    # (document, term) pairs sorted by document, then term: with the documents' pair counts as row pointers they
+    # are a CSR matrix as they stand; the counts become the scores in place
+    term, tf = _concatenate(terms, np.int32), _concatenate(counts, np.float32)
+    indptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(per_doc) if per_doc else np.zeros(0, np.int64), out=indptr[1:])
     doc_len = np.concatenate(lengths).astype(np.float32) if lengths else np.zeros(0, np.float32)
     avg_len = float(doc_len.mean()) if doc_len.size else 0.0
     df = np.bincount(term, minlength=n_vocab)
@@ -80,23 +93,19 @@ def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
     if model.method in model.methods_requiring_nonoccurrence:
         model.nonoccurrence_array = np.where(df > 0, idf * tfc(tf_array=0, l_d=avg_len, l_avg=avg_len, k1=model.k1,
                                                                b=model.b, delta=model.delta), 0).astype(np.float32)
-    scores = np.empty(tf.size, dtype=np.float32)
     for lo in range(0, tf.size, _SCORE_SLICE):  # a slice at a time: the scorer's temporaries stay small
         sl = slice(lo, lo + _SCORE_SLICE)
-        part = idf[term[sl]] * tfc(tf_array=tf[sl], l_d=doc_len[doc[sl]], l_avg=avg_len, k1=model.k1, b=model.b,
+        doc = np.searchsorted(indptr, np.arange(lo, min(lo + _SCORE_SLICE, tf.size)), side="right") - 1
+        part = idf[term[sl]] * tfc(tf_array=tf[sl], l_d=doc_len[doc], l_avg=avg_len, k1=model.k1, b=model.b,
                                    delta=model.delta)
         if model.nonoccurrence_array is not None:
             part -= model.nonoccurrence_array[term[sl]]
-        scores[sl] = part
-    del tf
-    # (document, term) pairs come sorted by document, then term: they are a CSR matrix as they stand, and
-    # scipy's CSR -> CSC conversion allocates only its output (the COO route copied every array again)
-    indptr = np.zeros(n_docs + 1, dtype=np.int64 if scores.size >= 2**31 else np.int32)
-    np.cumsum(np.bincount(doc, minlength=n_docs), out=indptr[1:])
-    del doc
-    matrix = sp.csr_matrix((scores, term, indptr), shape=(n_docs, n_vocab), dtype=np.float32)
-    del scores, term, indptr
-    matrix = matrix.tocsc()
+        tf[sl] = part
+    if tf.size < 2**31:
+        indptr = indptr.astype(np.int32)  # scipy would otherwise widen the term ids to int64 as well
+    matrix = sp.csr_matrix((tf, term, indptr), shape=(n_docs, n_vocab), dtype=np.float32)
+    del tf, term, indptr
+    matrix = matrix.tocsc()  # scipy's CSR -> CSC allocates only its output
     model.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "num_docs": n_docs}
     if "" not in vocab:  # as bm25s' create_empty_token
         vocab[""] = max(vocab.values(), default=-1) + 1
