@@ -145,3 +145,29 @@ def test_amazon_and_mag_read_with_their_layouts(dataset, tmp_path):
     assert stored and all(skb.names[i] == name for i, name in stored.items())
     assert any("\n" in n or '"' in n for n in stored.values())
     kuzu.close()
+
+
+def test_one_candidate_type_reuses_stage1_vectors_without_a_copy(tmp_path, monkeypatch):
+    """Amazon's candidates are one type: mFAR's name and single fields are views of Stage 1's memory-mapped
+    matrices, equal to what the general path gathers row by row."""
+    from grasp.encode.node_vectors import NodeVectors
+    from grasp.skb.documents import layout_for
+    from grasp.text.mfar.fields_index import FieldIndex
+    from tests.test_encode import HashEncoder
+
+    out = tmp_path / "amazon"
+    generate("amazon", out, scale=0.0005, seed=2, n_queries=12, words=30, hostile=0.3, progress=False)
+    skb = read_stark_skb(out / "processed")
+    layout, enc = layout_for(skb), HashEncoder(dim=24)
+    vectors = NodeVectors(skb, enc, layout, tmp_path / "nv", progress=False)
+    views = FieldIndex(skb, layout, enc, tmp_path / "a", node_vectors=vectors, progress=False)
+    monkeypatch.setattr(skb.schema, "candidate_types", [*skb.schema.candidate_types, "brand"])  # the general path
+    gathered = FieldIndex.__new__(FieldIndex)
+    gathered.skb, gathered.encoder, gathered.node_ids = skb, enc, views.node_ids
+    gathered.row_of = views.row_of
+    names = [s.name for s in views.specs]
+    for name, mode in (("title", "name"), ("single", "doc")):
+        f = names.index(name)
+        assert isinstance(views.dense[f], np.memmap) and views.dense[f].shape[0] == views.dense_rows[f].size > 100
+        copy = FieldIndex._from_node_vectors(gathered, vectors, mode, views.dense_rows[f])
+        assert not isinstance(copy, np.memmap) and np.array_equal(np.asarray(views.dense[f]), copy)
