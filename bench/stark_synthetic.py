@@ -15,7 +15,8 @@ With --measure it runs, each in its own process and each only if the one before 
     tune       grasp tune fusion --split val
     fused      grasp eval --method fused --split test
 
-and prints one row per step: seconds, peak RSS (the step's own process), and its result. The index cache,
+and prints one row per step: seconds, peak RSS (the step's own process), the peak of its anonymous memory (RSS
+without memory-mapped file pages, sampled), and its result. The index cache,
 the logs and bench.json go to --work (default DIR-work beside DIR; never the user's cache). Embedding a million long documents with MiniLM takes hours on
 2 cores: --random-vectors fills the embedding store with seeded random unit vectors through the store's own
 writer (documents are still rendered, queries still encoded by MiniLM), so that everything but the encoder
@@ -107,15 +108,35 @@ def encoder_rate(processed: Path, n: int = 2000) -> None:
           f"plus {ws.skb.num_nodes:,} names")
 
 
-def run_step(cmd: list[str], log: Path) -> tuple[float, float, int, str]:
-    """(seconds, peak RSS in GiB, exit status, last output line) of one step in its own process."""
+def _anon_gib(pid: int) -> float | None:
+    """The process's anonymous resident memory (Linux: RssAnon), without memory-mapped file pages (index files
+    the kernel can drop and reread), which the peak RSS counts too."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 2**20
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def run_step(cmd: list[str], log: Path) -> tuple[float, float, float | None, int, str]:
+    """(seconds, peak RSS in GiB, peak anonymous RSS sampled every 0.2 s (None off Linux), exit status, last output
+    line) of one step in its own process."""
     t0 = time.perf_counter()
+    anon: float | None = None
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        _, status, usage = os.wait4(proc.pid, 0)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            now = _anon_gib(proc.pid)
+            anon = now if anon is None else max(anon, now or 0.0)
+            time.sleep(0.2)
     seconds = time.perf_counter() - t0
     lines = [x for x in log.read_text(errors="replace").replace("\r", "\n").splitlines() if x.strip()]
-    return seconds, usage.ru_maxrss / 2**20, os.waitstatus_to_exitcode(status), (lines[-1] if lines else "")
+    return seconds, usage.ru_maxrss / 2**20, anon, os.waitstatus_to_exitcode(status), (lines[-1] if lines else "")
 
 
 def main() -> None:
@@ -164,14 +185,14 @@ def main() -> None:
             print(f"generate: skipped ({args.out} holds this SKB)")
     logs.mkdir(parents=True, exist_ok=True)
     print(f"{args.dataset} at scale {args.scale} in {args.out}" + (" (random document vectors)" if args.random_vectors else ""))
-    print("| step | seconds | peak RSS GiB | result |\n|---|---:|---:|---|")
+    print("| step | seconds | peak RSS GiB | of it anonymous, peak GiB | result |\n|---|---:|---:|---:|---|")
     rows = []
     for name in steps:
-        seconds, rss, code, last = run_step(commands[name], logs / f"{name}.log")
-        rows.append({"step": name, "seconds": round(seconds, 1), "peak_rss_gib": round(rss, 2), "exit": code,
-                     "result": last[-160:]})
-        print(f"| {name} | {seconds:.0f} | {rss:.2f} | {'ok' if code == 0 else f'FAILED ({code})'}: {last[-120:]} |",
-              flush=True)
+        seconds, rss, anon, code, last = run_step(commands[name], logs / f"{name}.log")
+        rows.append({"step": name, "seconds": round(seconds, 1), "peak_rss_gib": round(rss, 2),
+                     "peak_anon_gib": None if anon is None else round(anon, 2), "exit": code, "result": last[-160:]})
+        print(f"| {name} | {seconds:.0f} | {rss:.2f} | {'-' if anon is None else f'{anon:.2f}'} | "
+              f"{'ok' if code == 0 else f'FAILED ({code})'}: {last[-120:]} |", flush=True)
         if code != 0:
             print(f"stopped: see {logs / (name + '.log')}")
             break
