@@ -56,8 +56,6 @@ def _fetch_columns(result) -> tuple[np.ndarray, np.ndarray]:
     frame = result.get_as_df()
     if frame.shape[1] != 2:
         raise GraspError(f"the compiled query returned {frame.shape[1]} columns, expected (id, score)")
-    if len(frame) == 0:
-        return _rows_to_arrays([])
     return _columns_to_arrays(frame.iloc[:, 0].to_numpy(), frame.iloc[:, 1].to_numpy())
 
 

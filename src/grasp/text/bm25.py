@@ -59,7 +59,8 @@ def index_in_chunks(model, tokenizer, chunks: Iterable[list[str]]) -> None:
     """Index a corpus given chunk by chunk into the bm25s ``model``, with the scores, vocabulary and parameters
     that ``model.index(tokenizer.tokenize(corpus, update_vocab=True, return_as="tuple"))`` gives (tested
     against it), without holding the corpus, or its tokens as Python ints (bm25s' own index step keeps every
-    token: about 36 bytes each), in memory: each chunk is reduced to (document, term, count) arrays at once."""
+    token: about 36 bytes each), in memory: each chunk is reduced at once to (term, count) arrays sorted by document,
+and the number of distinct terms of each document."""
     import scipy.sparse as sp
     from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
