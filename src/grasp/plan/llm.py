@@ -30,6 +30,7 @@ class LLMError(GraspError):
 
 class ChatClient(ABC):
     model_id: str
+    engine: str = ""  # what runs the model (recorded beside each plan it makes)
     concurrency: int = 1  # requests worth sending at once (the planner keeps this many in flight)
 
     @abstractmethod
@@ -40,6 +41,8 @@ class ChatClient(ABC):
 
 
 class OpenAIChatClient(ChatClient):
+    engine = "openai"
+
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 120.0,
                  retries: int = 3, seed: int = 13, structured: bool = True, concurrency: int = 4) -> None:
         import httpx
@@ -113,6 +116,8 @@ class LocalGGUFClient(ChatClient):
     keeps its own prompt cache, so the long system prompt is processed once per slot, then only each
     query's few tokens are (measured in bench/planner_throughput.py)."""
 
+    engine = "llama.cpp"
+
     def __init__(self, model_path: Path, *, n_ctx: int = 8192, threads: int | None = None, slots: int = 1,
                  flash_attn: bool = True, seed: int = 13, model_id: str | None = None) -> None:
         try:
@@ -149,15 +154,20 @@ class LocalGGUFClient(ChatClient):
         req: dict = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature,
                      "seed": self.seed if seed is None else seed}
         if json_schema is not None:
-            # llguidance grammar: the schema, decoded as compact one-line JSON (fewer tokens than pretty JSON)
-            compact = {**json_schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ",
-                                                     "item_separator": ", "}}
-            req["grammar"] = "%llguidance {}\nstart: %json " + json.dumps(compact)
+            req["grammar"] = guidance_grammar(json_schema)
         with self._slots:
             r = self._server.handle_chat_completions(req)
         if not isinstance(r, dict) or "choices" not in r:
             raise LLMError(f"local model returned no completion: {str(r)[:200]}")
         return r["choices"][0]["message"].get("content") or ""
+
+
+def guidance_grammar(json_schema: dict) -> str:
+    """The llguidance grammar of a JSON schema, decoded as compact one-line JSON (fewer tokens than
+    pretty JSON): the same for every local engine, so each decodes the same language."""
+    compact = {**json_schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ",
+                                             "item_separator": ", "}}
+    return "%llguidance {}\nstart: %json " + json.dumps(compact)
 
 
 def api_key_from_env(name: str) -> str | None:

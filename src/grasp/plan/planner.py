@@ -135,7 +135,7 @@ class Planner:
                                                     "Reply with a corrected JSON plan only."}]
         seconds = time.perf_counter() - t0
         self._put(key, query, raw if error is None else "", attempts=attempts, error=error, seconds=seconds,
-                  **({"sample": sample} if sample else {}))
+                  **({"sample": sample} if sample else {}), **_engine_of(self.client))
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
 
     def _put(self, key: str, query: str, raw: str, *, attempts: int, error: str | None, seconds: float, **extra) -> None:
@@ -193,6 +193,12 @@ class Planner:
                     bar.set_postfix(status=outcome.check.status, cached=outcome.cached)
             bar.close()
         return {q.qid: out[q.qid] for q in queries}
+
+
+def _engine_of(client: ChatClient) -> dict[str, str]:
+    """What ran the model, for the plan's record (nothing when the client does not say)."""
+    engine = getattr(client, "engine", "")
+    return {"engine": engine} if engine else {}
 
 
 def _failed(skb: SKB, reason: str | None) -> PlanCheck:

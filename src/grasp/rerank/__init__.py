@@ -15,11 +15,11 @@ __all__ = ["Reranker", "BiEncoderReranker", "CrossEncoderReranker", "RerankedRet
            "build_records", "train_reranker"]
 
 
-def load_trained_reranker(model: str, adapter: Path, *, max_length: int = 128) -> Reranker:
+def load_trained_reranker(model: str, adapter: Path, *, max_length: int = 128, precision: str = "fp32") -> Reranker:
     """The reranker a trained adapter belongs to. Its ``grasp_train.json`` records the kind and the
     token length it was trained at; that length wins over ``max_length`` (the fallback for adapters
     without the record), so inference truncates candidates exactly as training did."""
     meta_path = Path(adapter) / "grasp_train.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     cls = TunedBiEncoderReranker if meta.get("kind", "cross-encoder") == "bi-encoder" else CrossEncoderReranker
-    return cls(model, adapter, max_length=int(meta.get("max_length", max_length)))
+    return cls(model, adapter, max_length=int(meta.get("max_length", max_length)), precision=precision)

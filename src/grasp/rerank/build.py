@@ -26,7 +26,7 @@ def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None) 
     """The zero-shot bi-encoder over ``encoder`` (no adapter), or the reranker a trained adapter belongs to."""
     if adapter is None:
         return BiEncoderReranker(encoder)
-    return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length)
+    return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length, precision=cfg.precision)
 
 
 def rerank_depth(cfg: RerankerConfig, setting: RerankFusionSetting | None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from grasp.encode.encoder import inference_numerics, resolve_precision
 from grasp.rerank.base import Reranker, load_transformer
 
 
@@ -27,19 +28,21 @@ class CrossEncoderReranker(Reranker):
     name = "cross-encoder"
 
     def __init__(self, model: str = "minilm", adapter: Path | None = None, *, max_length: int = 512,
-                 batch_size: int = 32, device: str | None = None) -> None:
+                 batch_size: int = 32, device: str | None = None, precision: str = "fp32") -> None:
         self.tokenizer, self.model = load_cross_encoder(model, adapter, device=device)
         self.model.eval()
+        self.device = str(next(self.model.parameters()).device)
+        self.precision = resolve_precision(precision, self.device)
         self.max_length = max_length
         self.batch_size = batch_size
 
     @torch.no_grad()
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         out = []
-        device = next(self.model.parameters()).device
-        for start in range(0, len(documents), self.batch_size):
-            docs = list(documents[start : start + self.batch_size])
-            enc = self.tokenizer([query] * len(docs), docs, truncation="only_second", max_length=self.max_length,
-                                 padding=True, return_tensors="pt").to(device)
-            out.append(self.model(**enc).logits[:, 0].float().cpu().numpy())
+        with inference_numerics(self.precision, self.device):
+            for start in range(0, len(documents), self.batch_size):
+                docs = list(documents[start : start + self.batch_size])
+                enc = self.tokenizer([query] * len(docs), docs, truncation="only_second", max_length=self.max_length,
+                                     padding=True, return_tensors="pt").to(self.device)
+                out.append(self.model(**enc).logits[:, 0].float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0)

@@ -18,7 +18,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.encode.encoder import Encoder, resolve_model_path, token_budget_batches, token_counts
+from grasp.encode.encoder import (
+    Encoder,
+    inference_numerics,
+    resolve_model_path,
+    resolve_precision,
+    token_budget_batches,
+    token_counts,
+)
 from grasp.rerank.base import VectorReranker, load_transformer
 
 TEMPERATURE = 0.05
@@ -56,12 +63,14 @@ class TunedEncoder(Encoder):
     """The tuned encoder as an :class:`Encoder`, so its candidate vectors go into the embedding store."""
 
     def __init__(self, net, tokenizer, *, max_length: int, batch_size: int, identity: str,
-                 tokens_per_batch: int = 2048) -> None:
+                 tokens_per_batch: int = 2048, precision: str = "fp32") -> None:
         self.net, self.tokenizer = net, tokenizer
         self.max_length, self.batch_size = max_length, batch_size
         self.tokens_per_batch = max(tokens_per_batch, max_length)
         self.dim = int(net.config.hidden_size)
-        self.model_id = f"{identity}:len{max_length}"
+        self.device = str(next(net.parameters()).device)
+        self.precision = resolve_precision(precision, self.device)
+        self.model_id = f"{identity}:len{max_length}" + ("" if self.precision == "fp32" else f":{self.precision}")
 
     @torch.inference_mode()
     def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
@@ -69,10 +78,12 @@ class TunedEncoder(Encoder):
         if len(texts) == 0:
             return out
         bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not progress)
-        for idx in token_budget_batches(token_counts(self.tokenizer, texts, self.max_length),
-                                        tokens_per_batch=self.tokens_per_batch, max_batch=4 * self.batch_size):
-            out[idx] = embed(self.net, self.tokenizer, [texts[i] for i in idx], self.max_length).float().cpu().numpy()
-            bar.update(len(idx))
+        with inference_numerics(self.precision, self.device):
+            for idx in token_budget_batches(token_counts(self.tokenizer, texts, self.max_length),
+                                            tokens_per_batch=self.tokens_per_batch, max_batch=4 * self.batch_size):
+                out[idx] = embed(self.net, self.tokenizer, [texts[i] for i in idx],
+                                 self.max_length).float().cpu().numpy()
+                bar.update(len(idx))
         bar.close()
         return out
 
@@ -82,12 +93,13 @@ class TunedBiEncoderReranker(VectorReranker):
     temperature = TEMPERATURE
 
     def __init__(self, model: str = "minilm", adapter: Path | None = None, *, max_length: int = 256,
-                 batch_size: int = 64, device: str | None = None) -> None:
+                 batch_size: int = 64, device: str | None = None, precision: str = "fp32") -> None:
         self.tokenizer, self.model = load_bi_encoder(model, adapter, device=device)
         self.model.eval()
         self.max_length, self.batch_size = max_length, batch_size
         self.encoder = TunedEncoder(self.model, self.tokenizer, max_length=max_length, batch_size=batch_size,
-                                    identity=f"tuned-bi-encoder:{resolve_model_path(model)[1]}:{adapter_digest(adapter)}")
+                                    identity=f"tuned-bi-encoder:{resolve_model_path(model)[1]}:{adapter_digest(adapter)}",
+                                    precision=precision)
 
     @property
     def document_encoder(self) -> Encoder:
