@@ -112,3 +112,17 @@ def test_the_real_planner_model_plans_a_batch(toy_skb, tmp_path):
     assert all(json.loads(o.raw)["target"]["label"] in toy_skb.schema.candidate_types for o in outcomes.values())
     records = [json.loads(line) for line in (tmp_path / "plans.jsonl").read_text().splitlines()]
     assert len(records) >= 3 and {r["engine"] for r in records} == {"torch"}
+
+
+def test_decoding_equals_transformers_own_greedy_generation(client):
+    """The shared-prefix cache and attention, the padding and the batch give the tokens that transformers'
+    own greedy ``generate`` gives for each request alone (no grammar)."""
+    replies = client.generate([request(q, schema=None, max_tokens=16) for q in QUERIES])
+    for q, reply in zip(QUERIES, replies, strict=True):
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}]
+        ids = client.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                   return_dict=True)["input_ids"]
+        with torch.inference_mode():
+            out = client.model.generate(ids, max_new_tokens=16, do_sample=False, eos_token_id=sorted(client._eos),
+                                        pad_token_id=client.tokenizer.pad_token_id)
+        assert reply == client.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)

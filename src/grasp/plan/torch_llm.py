@@ -177,12 +177,14 @@ class TorchChatClient(ChatClient):
         """Per-layer (keys, values) of ``ids`` (batch 1): the kept prefix when it is the same, else computed
         and kept in its place."""
         import torch
+        from transformers import DynamicCache
 
         if self._prefix is not None and self._prefix[0] == tuple(ids):
             return self._prefix[1]
+        computed = DynamicCache()
         with torch.inference_mode():
-            out = self.model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
-        layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+            self.model(input_ids=torch.tensor([ids]), cache=computed, use_cache=True, logits_to_keep=1)
+        layers = [(layer.keys, layer.values) for layer in computed.layers]
         self._prefix = (tuple(ids), layers)
         return layers
 
@@ -203,8 +205,7 @@ class TorchChatClient(ChatClient):
         cache = DynamicCache()
         room = width + max(r.max_tokens for r in requests) + 1
         if shared > 0:
-            cache.layers = [_RoomyLayer(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1), room)
-                            for k, v in self._prefix_cache(prompts[0][:shared])]
+            cache.layers = [_SharedPrefixLayer(k, v, n, room) for k, v in self._prefix_cache(prompts[0][:shared])]
         # suffixes left-padded after the shared prefix; the mask hides the padding
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self._eos)
         input_ids = torch.full((n, width), pad, dtype=torch.long)
@@ -221,7 +222,7 @@ class TorchChatClient(ChatClient):
         generators = [None if r.temperature <= 0 else torch.Generator().manual_seed(int(r.seed)) for r in requests]
         outputs: list[list[int]] = [[] for _ in requests]
         active = list(range(n))  # request index of each batch row
-        with torch.inference_mode():
+        with torch.inference_mode(), _shared_prefix(self.model, cache if shared > 0 else None):
             logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                                 cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1, :]
             while active:
@@ -276,27 +277,28 @@ class TorchChatClient(ChatClient):
         logits[rows] = logits[rows].masked_fill(torch.from_numpy(allowed == 0), float("-inf"))
 
 
-def _roomy_layer_class():
+_ATTENTION = "grasp_shared_prefix"
+_ACTIVE: dict[str, object] = {}  # the cache whose shared prefix the attention reads (one decoding thread)
+
+
+def _shared_prefix_layer_class():
     from transformers.cache_utils import DynamicLayer
 
-    class RoomyLayer(DynamicLayer):
-        """A cache layer whose keys and values sit at the front of a buffer with room to grow: a decoding
-        step writes its token in place, where transformers' DynamicLayer copies the whole cache
-        (``torch.cat``) at every step, which over a ~3,000-token prefix in every row of a batch is most of
-        the step's memory traffic."""
+    class SharedPrefixLayer(DynamicLayer):
+        """One layer's cache for a batch that shares a prompt prefix: the prefix's keys and values once
+        (batch 1), and each row's own tokens in a buffer with room to grow (a decoding step writes in place,
+        where transformers' DynamicLayer copies the whole cache at every step). ``update`` returns the rows'
+        own keys and values; :func:`_shared_prefix_attention` adds the prefix. Reading the ~2,500-token
+        prefix once per layer instead of once per row is most of a batched step's memory traffic saved."""
 
-        def __init__(self, keys, values, room: int) -> None:
+        def __init__(self, prefix_keys, prefix_values, batch: int, room: int) -> None:
             super().__init__()
-            self.device = keys.device
-            self._alloc(keys, values, room)
-
-        def _alloc(self, keys, values, room: int) -> None:
-            b, h, n, d = keys.shape
-            self._k = keys.new_empty((b, h, n + room, d))
-            self._v = values.new_empty((b, h, n + room, values.shape[-1]))
-            self._k[:, :, :n] = keys
-            self._v[:, :, :n] = values
-            self._n = n
+            self.device = prefix_keys.device
+            self.prefix_keys, self.prefix_values = prefix_keys, prefix_values
+            _, h, self.n_prefix, d = prefix_keys.shape
+            self._k = prefix_keys.new_empty((batch, h, room, d))
+            self._v = prefix_values.new_empty((batch, h, room, prefix_values.shape[-1]))
+            self._n = 0
             self._views()
             self.is_initialized = True
 
@@ -305,29 +307,101 @@ def _roomy_layer_class():
 
         def update(self, key_states, value_states, *args, **kwargs):
             m = key_states.shape[-2]
-            if self._n + m > self._k.shape[2]:
-                self._alloc(self.keys, self.values, max(m, 256))
+            if self._n + m > self._k.shape[2]:  # out of room: grow (not expected: room covers max_tokens)
+                grow = max(m, 256)
+                self._k = torch_cat_room(self._k[:, :, : self._n], grow)
+                self._v = torch_cat_room(self._v[:, :, : self._n], grow)
             self._k[:, :, self._n : self._n + m] = key_states
             self._v[:, :, self._n : self._n + m] = value_states
             self._n += m
             self._views()
             return self.keys, self.values
 
+        def get_seq_length(self) -> int:
+            return self.n_prefix + self._n
+
         def batch_select_indices(self, indices) -> None:
             self._k, self._v = self._k[indices], self._v[indices]  # one copy when rows leave the batch
             self._views()
 
-    return RoomyLayer
+    return SharedPrefixLayer
 
 
-def _RoomyLayer(keys, values, room: int):  # noqa: N802 - builds the layer class on first use (transformers is heavy)
-    global _ROOMY
-    if _ROOMY is None:
-        _ROOMY = _roomy_layer_class()
-    return _ROOMY(keys, values, room)
+def torch_cat_room(x, room: int):
+    import torch
+
+    return torch.cat([x, x.new_empty((*x.shape[:2], room, x.shape[-1]))], dim=2)
 
 
-_ROOMY = None
+def _SharedPrefixLayer(prefix_keys, prefix_values, batch: int, room: int):  # noqa: N802 - a class made on first use
+    if "layer_class" not in _ACTIVE:
+        _ACTIVE["layer_class"] = _shared_prefix_layer_class()
+    return _ACTIVE["layer_class"](prefix_keys, prefix_values, batch, room)
+
+
+def _shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention of a batch over its shared prefix and each row's own tokens, as one softmax: the prefix's
+    scores come from one product per key/value head over every row's queries (the prefix read once), the
+    own tokens' from the rows' own caches; the mask transformers built over prefix + own is split between
+    them. Without an active shared-prefix cache (computing the prefix itself) it is plain SDPA."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    cache = _ACTIVE.get("cache")
+    if cache is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)
+    layer = cache.layers[module.layer_idx]
+    b, h, q, d = query.shape
+    kvh = key.shape[1]
+    g = h // kvh
+    pk, pv = layer.prefix_keys[0], layer.prefix_values[0]  # (kvh, P, d)
+    n_prefix, n_own = pk.shape[1], key.shape[2]
+    qg = query.reshape(b, kvh, g * q, d)  # query head j reads key/value head j // g
+    folded = qg.transpose(0, 1).reshape(kvh, b * g * q, d)
+    scores_prefix = (folded @ pk.transpose(1, 2)).reshape(kvh, b, g * q, n_prefix).transpose(0, 1)
+    scores = torch.cat([scores_prefix, qg @ key.transpose(-1, -2)], dim=-1).float() * (scaling or d**-0.5)
+    if attention_mask is None:  # transformers left it out: nothing padded, so only causality within the own tokens
+        own = torch.arange(n_own - q, n_own)[:, None] >= torch.arange(n_own)[None, :]
+        allowed = torch.cat([torch.ones(q, n_prefix, dtype=torch.bool), own], dim=-1)[None, None]
+        allowed = allowed.expand(b, 1, q, n_prefix + n_own)
+    elif attention_mask.dtype == torch.bool:
+        allowed = attention_mask[..., -(n_prefix + n_own):]
+    else:
+        allowed = attention_mask[..., -(n_prefix + n_own):] > torch.finfo(attention_mask.dtype).min / 2
+    allowed = allowed.unsqueeze(2).expand(b, allowed.shape[1], g, q, n_prefix + n_own).reshape(b, -1, g * q,
+                                                                                                n_prefix + n_own)
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).to(value.dtype)
+    w_prefix = weights[..., :n_prefix].transpose(0, 1).reshape(kvh, b * g * q, n_prefix)
+    out = (w_prefix @ pv).reshape(kvh, b, g * q, d).transpose(0, 1) + weights[..., n_prefix:] @ value
+    return out.reshape(b, h, q, d).transpose(1, 2).contiguous(), None
+
+
+class _shared_prefix:  # noqa: N801 - used as a context manager
+    """Route the model's attention through :func:`_shared_prefix_attention` while ``cache`` decodes."""
+
+    def __init__(self, model, cache) -> None:
+        self.model, self.cache = model, cache
+
+    def __enter__(self):
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        if self.cache is None:
+            return self
+        if "registered" not in _ACTIVE:
+            AttentionInterface.register(_ATTENTION, _shared_prefix_attention)
+            AttentionMaskInterface.register(_ATTENTION, sdpa_mask)
+            _ACTIVE["registered"] = True
+        self._before = self.model.config._attn_implementation
+        self.model.set_attn_implementation(_ATTENTION)
+        _ACTIVE["cache"] = self.cache
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.cache is not None:
+            _ACTIVE.pop("cache", None)
+            self.model.set_attn_implementation(self._before)
 
 
 def _common_prefix(seqs: list[list[int]]) -> int:
