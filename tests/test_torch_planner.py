@@ -68,6 +68,26 @@ def test_the_shared_prefix_is_kept_and_reused(client):
     assert again == first and client._prefix is kept
 
 
+def test_a_prefix_kept_on_disk_serves_the_next_process(client, tmp_path):
+    """With ``prefix_dir`` the computed prompt prefix is written once and read by a later client (a new
+    process) instead of being recomputed; a damaged file is recomputed and rewritten."""
+    first = TorchChatClient(client.tokenizer, client.model, batch=4, model_id="tiny", prefix_dir=tmp_path)
+    want = first.generate([request(q) for q in QUERIES])
+    stored = list(tmp_path.glob("prefix-*.pt"))
+    assert len(stored) == 1
+    second = TorchChatClient(client.tokenizer, client.model, batch=4, model_id="tiny", prefix_dir=tmp_path)
+    computed = []
+    second._store_prefix = lambda ids, layers: computed.append(ids)  # called only after computing a prefix
+    assert second.generate([request(q) for q in QUERIES]) == want
+    assert computed == []
+    prefix_len = len(second._prefix[0])
+    assert second._stored_prefix(list(second._prefix[0]))[0][0].shape[2] == prefix_len
+    stored[0].write_bytes(b"not a tensor file")
+    third = TorchChatClient(client.tokenizer, client.model, batch=4, model_id="tiny", prefix_dir=tmp_path)
+    assert third.generate([request(q) for q in QUERIES]) == want
+    assert third._stored_prefix(list(third._prefix[0])) is not None  # rewritten
+
+
 def test_unconstrained_and_sampled_requests_in_one_batch(client):
     free = request(QUERIES[0], schema=None, max_tokens=12)
     sampled = request(QUERIES[1], temperature=0.9, seed=7)

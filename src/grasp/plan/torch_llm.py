@@ -30,6 +30,7 @@ import numpy as np
 from grasp.errors import ConfigError
 from grasp.plan.llm import ChatClient, LLMError, guidance_grammar
 from grasp.progress import announce
+from grasp.storage import atomic_file, stable_hash
 
 
 @dataclass
@@ -96,8 +97,11 @@ class TorchChatClient(ChatClient):
     engine = "torch"
 
     def __init__(self, tokenizer, model, *, batch: int = 32, seed: int = 13, model_id: str = "torch",
-                 wait_s: float = 0.05) -> None:
+                 wait_s: float = 0.05, prefix_dir: Path | None = None) -> None:
+        """``prefix_dir``: where computed prompt prefixes are kept across processes (keyed by the model and
+        the prefix's tokens), so a new process does not recompute the planner's system prompt."""
         self.tokenizer, self.model = tokenizer, model
+        self.prefix_dir = Path(prefix_dir) if prefix_dir else None
         self.concurrency = batch
         self.batch = batch
         self.seed = seed
@@ -132,7 +136,8 @@ class TorchChatClient(ChatClient):
             raise ConfigError(f"the torch planner runs in bf16 or fp32, not {precision!r}")
         tokenizer, model = load_gguf_as_torch(Path(model_path),
                                               dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
-        return cls(tokenizer, model, batch=batch, seed=seed, model_id=model_id or f"gguf:{Path(model_path).name}")
+        return cls(tokenizer, model, batch=batch, seed=seed, model_id=model_id or f"gguf:{Path(model_path).name}",
+                   prefix_dir=converted_dir(Path(model_path)) / "prefixes")
 
     # --- the public side: one request per call, from any thread -----------------------------
 
@@ -174,19 +179,50 @@ class TorchChatClient(ChatClient):
         return matcher
 
     def _prefix_cache(self, ids: list[int]):
-        """Per-layer (keys, values) of ``ids`` (batch 1): the kept prefix when it is the same, else computed
-        and kept in its place."""
+        """Per-layer (keys, values) of ``ids`` (batch 1): the kept prefix when it is the same, else one
+        kept on disk (``prefix_dir``), else computed (and kept in both places)."""
         import torch
         from transformers import DynamicCache
 
         if self._prefix is not None and self._prefix[0] == tuple(ids):
             return self._prefix[1]
-        computed = DynamicCache()
-        with torch.inference_mode():
-            self.model(input_ids=torch.tensor([ids]), cache=computed, use_cache=True, logits_to_keep=1)
-        layers = [(layer.keys, layer.values) for layer in computed.layers]
+        layers = self._stored_prefix(ids)
+        if layers is None:
+            computed = DynamicCache()
+            with torch.inference_mode():
+                self.model(input_ids=torch.tensor([ids]), cache=computed, use_cache=True, logits_to_keep=1)
+            layers = [(layer.keys, layer.values) for layer in computed.layers]
+            self._store_prefix(ids, layers)
         self._prefix = (tuple(ids), layers)
         return layers
+
+    def _prefix_path(self, ids: list[int]) -> Path | None:
+        if self.prefix_dir is None:
+            return None
+        key = [self.model_id, str(self.model.dtype), self.model.config.num_hidden_layers, ids]
+        return self.prefix_dir / f"prefix-{stable_hash(key, 24)}.pt"
+
+    def _stored_prefix(self, ids: list[int]) -> list | None:
+        import torch
+
+        path = self._prefix_path(ids)
+        if path is None or not path.exists():
+            return None
+        try:
+            stored = torch.load(path, weights_only=True)
+        except Exception:  # noqa: BLE001 - a damaged file is recomputed and rewritten
+            return None
+        if len(stored) != self.model.config.num_hidden_layers or stored[0][0].shape[2] != len(ids):
+            return None
+        return [(k, v) for k, v in stored]
+
+    def _store_prefix(self, ids: list[int], layers: list) -> None:
+        import torch
+
+        path = self._prefix_path(ids)
+        if path is not None:
+            with atomic_file(path, "wb") as f:
+                torch.save([(k.contiguous(), v.contiguous()) for k, v in layers], f)
 
     def generate(self, requests: list[_Request]) -> list[str]:
         """Decode a batch of requests together; their replies in order."""
