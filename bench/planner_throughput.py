@@ -57,7 +57,8 @@ def main() -> None:
                                                       threads=cfg.threads, slots=cfg.slots, flash_attn=cfg.flash_attn)),
                 "torch": (f"torch ({cfg.batch} requests a batch, shared prefix)",
                           lambda: TorchChatClient.from_gguf(path, batch=cfg.batch, threads=cfg.threads,
-                                                            seed=config.seed, model_id=cfg.model))}
+                                                            seed=config.seed, model_id=cfg.model,
+                                                            keep_prefixes=False))}  # its first prefix pass counts
     chosen = [v.strip() for v in args.variants.split(",")]
     if "torch" in chosen:  # the one-off conversion of the GGUF is not part of any run's time
         convert_gguf(path)

@@ -119,9 +119,10 @@ class TorchChatClient(ChatClient):
 
     @classmethod
     def from_gguf(cls, model_path: Path, *, batch: int = 32, threads: int | None = None, seed: int = 13,
-                  model_id: str | None = None, precision: str = "auto") -> TorchChatClient:
+                  model_id: str | None = None, precision: str = "auto", keep_prefixes: bool = True) -> TorchChatClient:
         """The client of a GGUF file (loaded as :func:`load_gguf_as_torch` does), in bfloat16 where the CPU
-        multiplies it natively (``precision="auto"``), else float32."""
+        multiplies it natively (``precision="auto"``), else float32; computed prompt prefixes are kept on disk
+        beside the converted model unless ``keep_prefixes`` is false."""
         import torch
 
         from grasp.encode.encoder import resolve_precision
@@ -137,7 +138,7 @@ class TorchChatClient(ChatClient):
         tokenizer, model = load_gguf_as_torch(Path(model_path),
                                               dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
         return cls(tokenizer, model, batch=batch, seed=seed, model_id=model_id or f"gguf:{Path(model_path).name}",
-                   prefix_dir=converted_dir(Path(model_path)) / "prefixes")
+                   prefix_dir=converted_dir(Path(model_path)) / "prefixes" if keep_prefixes else None)
 
     # --- the public side: one request per call, from any thread -----------------------------
 
