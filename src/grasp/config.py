@@ -38,7 +38,7 @@ class EncoderConfig(_Section):
     tokens_per_batch: int = Field(2048, ge=64, description="padded tokens per batch (sentence-transformers)")
     precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto", description="auto: bf16 where the device multiplies bfloat16 natively (CPUs with AVX512-BF16 or "
-        "AMX, recent GPUs), else fp32. bf16: matrix products in bfloat16 under autocast, 2.3-2.7x faster on such "
+        "AMX, recent GPUs), else fp32. bf16: matrix products in bfloat16 under autocast, 2.2-2.7x faster on such "
         "CPUs at cosine 0.9999 to fp32; int8: dynamic quantization of the Linear layers on CPU, ~1.5x faster, "
         "cosine ~0.96 (bench/encoder_throughput.py). Each precision's vectors are cached apart")
     device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
@@ -97,7 +97,7 @@ class PlannerConfig(_Section):
         "bfloat16, many requests decoded as one batch over a shared prompt prefix (grasp.plan.torch_llm); auto: torch "
         "where the CPU multiplies bfloat16 natively, else llama.cpp")
     batch: int = Field(32, ge=1, le=256, description="requests the torch engine decodes at once (the planner keeps "
-                       "this many in flight; 32: 3.5x the serial plans per hour on 2 cores, bench/planner_throughput.py)")
+                       "this many in flight; 32: 4.4x the serial plans per hour on 2 cores, bench/planner_throughput.py)")
     threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")
     slots: int = Field(2, ge=1, le=16, description="sequences the local model decodes at once (llama.cpp parallel "
                        "slots, continuous batching); each slot keeps its own copy of the prompt prefix")

@@ -108,6 +108,12 @@ def resolve_precision(precision: str, device: str) -> str:
     return precision
 
 
+def precision_suffix(precision: str) -> str:
+    """What a (resolved) precision adds to an encoder's ``model_id``: nothing for fp32, ``:bf16`` / ``:int8``
+    otherwise, so each precision's vectors are cached apart."""
+    return "" if precision == "fp32" else f":{precision}"
+
+
 def inference_numerics(precision: str, device: str):
     """The context a forward pass runs in: bfloat16 autocast for ``bf16`` (matrix products in bfloat16,
     reductions and normalisation in float32: vectors within cosine 0.9999 of float32's, measured in
@@ -188,7 +194,7 @@ class SentenceTransformerEncoder(Encoder):
     @staticmethod
     def identity(model_identity: str, max_length: int, precision: str) -> str:
         """The ``model_id`` of such an encoder (``precision`` resolved), known without loading it."""
-        return f"st:{model_identity}:len{max_length}" + ("" if precision == "fp32" else f":{precision}")
+        return f"st:{model_identity}:len{max_length}" + precision_suffix(precision)
 
     @property
     def tokenizer(self):
@@ -296,7 +302,7 @@ def encoder_weights_id(cfg: EncoderConfig) -> str:
     """The encoder a trained artifact depends on: :func:`encoder_id`, except that bf16 counts as fp32
     (the same weights; vectors within cosine 0.9999), so weights and settings made over fp32 vectors
     serve a bf16 encoder and back. int8 moves vectors too far (cosine ~0.96) and stays apart."""
-    return encoder_id(cfg).removesuffix(":bf16")
+    return encoder_id(cfg).removesuffix(precision_suffix("bf16"))
 
 
 def build_encoder(cfg: EncoderConfig) -> Encoder:

@@ -6,7 +6,7 @@ On CPUs that multiply bfloat16 natively (AVX512-BF16, AMX) a bfloat16 matrix pro
 (dequantized once, then cached as safetensors beside the GGUF), and decodes the requests that
 arrive together as one batch:
 
-- the prompt prefix the batch shares (the planner's system prompt: ~2,900 tokens, the same for
+- the prompt prefix the batch shares (the planner's system prompt: ~2,500 tokens, the same for
   every query) is computed once and kept, so each request pays only for its own user message;
 - decoding is constrained by the same llguidance grammar the llama.cpp client uses (one matcher per
   request), greedy at temperature 0, sampled from a per-request seeded generator otherwise;
@@ -23,6 +23,7 @@ import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -102,8 +103,7 @@ class TorchChatClient(ChatClient):
         the prefix's tokens), so a new process does not recompute the planner's system prompt."""
         self.tokenizer, self.model = tokenizer, model
         self.prefix_dir = Path(prefix_dir) if prefix_dir else None
-        self.concurrency = batch
-        self.batch = batch
+        self.concurrency = batch  # the most requests decoded at once, and so kept in flight by the planner
         self.seed = seed
         self.wait_s = wait_s
         self.model_id = model_id
@@ -152,7 +152,7 @@ class TorchChatClient(ChatClient):
     def _serve(self) -> None:
         while True:
             batch = [self._queue.get()]
-            while len(batch) < self.batch:
+            while len(batch) < self.concurrency:
                 try:
                     batch.append(self._queue.get(timeout=self.wait_s))
                 except queue.Empty:
@@ -232,7 +232,7 @@ class TorchChatClient(ChatClient):
 
         prompts = [self.tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=True)
                    for r in requests]
-        prompts = [list(p["input_ids"] if isinstance(p, dict) or hasattr(p, "keys") else p) for p in prompts]
+        prompts = [list(p["input_ids"] if hasattr(p, "keys") else p) for p in prompts]  # ids, or an encoding
         n = len(requests)
         shared = _common_prefix(prompts)
         shared = min(shared, min(len(p) for p in prompts) - 1)  # every request keeps a token of its own
@@ -242,7 +242,8 @@ class TorchChatClient(ChatClient):
         cache = DynamicCache()
         room = width + max(r.max_tokens for r in requests) + 1
         if shared > 0:
-            cache.layers = [_SharedPrefixLayer(k, v, n, room) for k, v in self._prefix_cache(prompts[0][:shared])]
+            layer = _shared_prefix_layer_class()
+            cache.layers = [layer(k, v, n, room) for k, v in self._prefix_cache(prompts[0][:shared])]
         # suffixes left-padded after the shared prefix; the mask hides the padding
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self._eos)
         input_ids = torch.full((n, width), pad, dtype=torch.long)
@@ -315,9 +316,10 @@ class TorchChatClient(ChatClient):
 
 
 _ATTENTION = "grasp_shared_prefix"
-_ACTIVE: dict[str, object] = {}  # the cache whose shared prefix the attention reads (one decoding thread)
+_ACTIVE: dict[str, object] = {}  # "cache": the cache whose shared prefix the attention reads (one decoding thread)
 
 
+@cache
 def _shared_prefix_layer_class():
     from transformers.cache_utils import DynamicLayer
 
@@ -346,8 +348,8 @@ def _shared_prefix_layer_class():
             m = key_states.shape[-2]
             if self._n + m > self._k.shape[2]:  # out of room: grow (not expected: room covers max_tokens)
                 grow = max(m, 256)
-                self._k = torch_cat_room(self._k[:, :, : self._n], grow)
-                self._v = torch_cat_room(self._v[:, :, : self._n], grow)
+                self._k = _with_room(self._k[:, :, : self._n], grow)
+                self._v = _with_room(self._v[:, :, : self._n], grow)
             self._k[:, :, self._n : self._n + m] = key_states
             self._v[:, :, self._n : self._n + m] = value_states
             self._n += m
@@ -364,16 +366,21 @@ def _shared_prefix_layer_class():
     return SharedPrefixLayer
 
 
-def torch_cat_room(x, room: int):
+def _with_room(x, room: int):
+    """``x`` (batch, heads, length, dim) copied into a tensor with ``room`` more positions."""
     import torch
 
     return torch.cat([x, x.new_empty((*x.shape[:2], room, x.shape[-1]))], dim=2)
 
 
-def _SharedPrefixLayer(prefix_keys, prefix_values, batch: int, room: int):  # noqa: N802 - a class made on first use
-    if "layer_class" not in _ACTIVE:
-        _ACTIVE["layer_class"] = _shared_prefix_layer_class()
-    return _ACTIVE["layer_class"](prefix_keys, prefix_values, batch, room)
+@cache
+def _register_attention() -> None:
+    """Make :func:`_shared_prefix_attention` (with SDPA's masks) selectable as ``_ATTENTION``, once."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(_ATTENTION, _shared_prefix_attention)
+    AttentionMaskInterface.register(_ATTENTION, sdpa_mask)
 
 
 def _shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -421,15 +428,9 @@ class _shared_prefix:  # noqa: N801 - used as a context manager
         self.model, self.cache = model, cache
 
     def __enter__(self):
-        from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
         if self.cache is None:
             return self
-        if "registered" not in _ACTIVE:
-            AttentionInterface.register(_ATTENTION, _shared_prefix_attention)
-            AttentionMaskInterface.register(_ATTENTION, sdpa_mask)
-            _ACTIVE["registered"] = True
+        _register_attention()
         self._before = self.model.config._attn_implementation
         self.model.set_attn_implementation(_ATTENTION)
         _ACTIVE["cache"] = self.cache

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from grasp.encode.encoder import (
     Encoder,
     inference_numerics,
+    precision_suffix,
     resolve_model_path,
     resolve_precision,
     token_budget_batches,
@@ -70,7 +71,7 @@ class TunedEncoder(Encoder):
         self.dim = int(net.config.hidden_size)
         self.device = str(next(net.parameters()).device)
         self.precision = resolve_precision(precision, self.device)
-        self.model_id = f"{identity}:len{max_length}" + ("" if self.precision == "fp32" else f":{self.precision}")
+        self.model_id = f"{identity}:len{max_length}" + precision_suffix(self.precision)
 
     @torch.inference_mode()
     def encode(self, texts: Sequence[str], *, progress: bool = False, desc: str = "encoding") -> np.ndarray:
