@@ -1,5 +1,6 @@
-"""Static and dynamic RRF side by side on a split: both settings chosen by `grasp tune fusion`
-(the static optimum is kept in fusion.json's info) applied to the same graph and mFAR runs.
+"""Every fusion selection rule `grasp tune fusion` compared (static best cell, static flattest region,
+dynamic RRF per link floor), each fitted on validation as fusion.json's info records it, applied to
+the same graph and mFAR runs of a split: did cross-validation pick the rule that holds?
 
     python bench/fusion_modes.py --skb ../shared/data/skb/bio [--split test]
 """
@@ -14,28 +15,37 @@ from grasp.fuse.retriever import FusedRetriever, FusionSetting
 from grasp.workspace import Workspace
 
 
+def rule_setting(name: str, rule: dict) -> FusionSetting:
+    if name.startswith("static"):
+        return FusionSetting("static", rule["k"], w=rule["w"])
+    return FusionSetting("dynamic", rule["k"], w_bucket=rule["w_bucket"], m_risk=rule["m_risk"],
+                         link_floor=float(rule.get("link_floor", name.split("@")[1])))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--skb", required=True)
     ap.add_argument("--split", default="test")
+    ap.add_argument("--set", action="append", default=[], help="configuration override (e.g. cache_dir=...)")
     args = ap.parse_args()
-    ws = Workspace.open(args.skb, load_config(None, ["planner.kind=cache", "planner.on_miss=no_trade"]), progress=False)
+    ws = Workspace.open(args.skb, load_config(None, ["planner.kind=cache", "planner.on_miss=no_trade", *args.set]),
+                        progress=False)
     chosen = ws.load_setting(FusionSetting)
-    static = chosen.info["static"]
-    dyn = chosen.info["dynamic"]
-    settings = {
-        f"static RRF (w {static['w']}, k {static['k']:g})": FusionSetting("static", static["k"], w=static["w"]),
-        f"dynamic RRF (k {dyn['k']:g})": FusionSetting("dynamic", dyn["k"], w_bucket=dyn["w_bucket"], m_risk=dyn["m_risk"]),
-    }
+    rules = chosen.info.get("rules")
+    if not rules:
+        raise SystemExit("fusion.json predates cross-validated tuning (no 'rules' in its info): rerun `grasp tune fusion`")
     queries = ws.queries(split=args.split)
     graph, mfar = ws.retriever("graph"), ws.retriever("mfar")
     g, m = graph.batch_search(queries, 100), mfar.batch_search(queries, 100)
     reports = []
-    for label, setting in settings.items():
-        rep = evaluate_run(FusedRetriever(graph, mfar, setting).fuse(g, m, 100), queries, candidate_mask=ws.skb.candidate_mask)
-        rep.method = label
+    for name, rule in rules.items():
+        rep = evaluate_run(FusedRetriever(graph, mfar, rule_setting(name, rule)).fuse(g, m, 100), queries,
+                           candidate_mask=ws.skb.candidate_mask)
+        rep.method = (f"{name}{' (chosen)' if name == chosen.info['chosen'] else ''}: "
+                      f"val {100 * rule['hit@1']:.1f}, cv {100 * rule['cv_hit@1']:.1f}")
         reports.append(rep)
-    print(f"{ws.skb.name}, {args.split} ({len(queries)} queries); chosen on validation: {chosen.mode}\n")
+    print(f"{ws.skb.name}, {args.split} ({len(queries)} queries); rules fitted on {chosen.info['n']} "
+          f"{chosen.info['split']} queries, chosen by {chosen.info['cv']['n_folds']}-fold cross-validation\n")
     print(markdown_table(reports))
 
 

@@ -129,6 +129,49 @@ def test_full_paper_grid_is_fast():
     assert time.perf_counter() - t < 60  # seconds, not hours (loose bound: CI machines are noisy)
 
 
+def test_flat_choice_is_the_best_neighbourhood_and_hits_replay_the_grid():
+    from grasp.fuse.grid import neighbourhood_mean
+
+    surface = np.array([[0.0, 0.0, 0.0, 0.0], [0.0, 0.9, 0.0, 0.0], [0.6, 0.6, 0.6, 0.7], [0.6, 0.6, 0.6, 0.7]])
+    smooth = neighbourhood_mean(surface)
+    assert smooth[0, 0] == pytest.approx(0.9 / 4) and smooth[2, 2] == pytest.approx(4.7 / 9)
+    assert smooth[3, 3] == pytest.approx(2.6 / 4)
+    assert np.unravel_index(np.argmax(smooth), smooth.shape) == (3, 3)  # the plateau, not the spike at (1, 1)
+    g, m, queries = random_runs(5)
+    table = FusionTable.build(g, m, queries)
+    sharp, flat = search_static(table), search_static(table, flat=True)
+    assert sharp.hit1 >= flat.hit1 and flat.surface is not None
+    assert flat.hits(table).mean() == pytest.approx(flat.hit1)
+    dy = search_dynamic(table, ks=(5, 40), w_bucket=((1.0, 2.0), (0.5,), (0.2,), (0.0,), (0.0,)),
+                        m_risk=((0.0,), (1.0,), (0.75, 1.5), (1.0,)))
+    assert dy.hits(table).mean() == pytest.approx(dy.hit1)
+    rows = np.array([0, 3, 7])
+    assert table.subset(rows).qids == [table.qids[i] for i in rows]
+    assert (dy.hits(table.subset(rows)) == dy.hits(table)[rows]).all()
+
+
+def test_cross_validation_scores_each_rule_on_held_out_folds():
+    from grasp.fuse.grid import choose, cross_validate, folds
+
+    parts = folds(23, 5, seed=1)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(23)) and [len(p) for p in parts] == [5, 5, 5, 4, 4]
+    g, m, queries = random_runs(6, n_q=60)
+    table = FusionTable.build(g, m, queries)
+
+    def only(w, k):  # a rule with a single setting: its held-out Hit@1 is its Hit@1 on all queries
+        return lambda t: search_static(t, ws=(w,), ks=(k,))
+
+    rules = {"graph": (table, only(1.0, 60)), "dense": (table, only(0.0, 60)), "grid": (table, search_static)}
+    out = cross_validate(rules, n_folds=4, seed=0)
+    assert out["cv"]["graph"] == pytest.approx(table.hits_at_1(1.0, 0.0, 60).mean())
+    assert out["cv"]["dense"] == pytest.approx(table.hits_at_1(0.0, 1.0, 60).mean())
+    assert len(out["folds"]) == 4 and sum(f["n"] for f in out["folds"]) == 60
+    # a grid searched in-sample scores at least as well there as held out, on average
+    assert np.mean([f["grid"]["train"] for f in out["folds"]]) >= out["cv"]["grid"] - 1e-9
+    assert 0.0 <= out["argmax_right"] <= 1.0
+    assert choose({"a": 0.50, "b": 0.51}) == "b" and choose({"a": 0.50, "b": 0.51}, tolerance=0.02) == "a"
+
+
 @pytest.mark.slow
 def test_tune_fusion_and_fused_method_end_to_end(toy_dir, tmp_path, capsys):
     """graph (through a fake LLM endpoint) + dense partner -> tuned setting -> --method fused."""

@@ -107,6 +107,43 @@ def test_bundle_export_then_train_elsewhere(toy_dir, tmp_path):
         read_bundle(tmp_path / "bad.json.xz")
 
 
+def test_cross_encoder_learns_and_is_validated_while_training(ws, tmp_path):
+    """The cross-encoder's head starts at zero (every candidate equal: loss ln G) and its listwise loss
+    then falls: the signal reaches the logits (the earlier [CLS] head stayed at ln G). Validation of
+    the reranker alone is logged during training, and its scores are what the saved adapter gives."""
+    import math
+
+    import numpy as np
+
+    from grasp.errors import FormatError
+    from grasp.rerank import load_trained_reranker
+    from grasp.rerank.records import validation_pools
+
+    queries = read_queries(ws.default_queries_path())
+    upstream = ws.run("bm25", queries)
+    records = build_records(upstream, queries, depth=10, hard_negatives=5)
+    serialize = CandidateSerializer(ws.skb, ws.layout)
+    cfg = RerankerConfig(kind="cross-encoder", epochs=12, lr=1e-3, head_lr=5e-2, global_batch=2, micro_batch=2,
+                         group_size=4, lora_r=4, lora_alpha=8, max_length=64, warmup=0.0, eval_every=6)
+    pools = validation_pools(upstream, queries, 10)
+    state = train_reranker(records, serialize, tmp_path / "ce", config=cfg, progress=False, val_pools=pools)
+    losses = [e["loss"] for e in state["log"]]
+    # zero head: every candidate ties, so the first loss is the mean ln(group size) (groups of 4, or 3 where a
+    # query has only two negatives in the toy pool)
+    assert math.log(3) - 1e-4 <= losses[0] <= math.log(4) + 1e-4
+    assert np.mean(losses[-4:]) < losses[0] - 0.3
+    assert [v["step"] for v in state["val"]] == [6, 12, 18, 24] and all(v["n"] == len(pools) for v in state["val"])
+    ce = load_trained_reranker("minilm", tmp_path / "ce" / "adapter")
+    assert isinstance(ce, CrossEncoderReranker)
+    from grasp.rerank.train import pool_metrics
+
+    texts = serialize.__call__
+    assert pool_metrics(ce.score, pools, texts)["mrr"] == pytest.approx(state["val"][-1]["mrr"], abs=1e-6)
+    (tmp_path / "ce" / "adapter" / "head.pt").unlink()  # an adapter of the earlier [CLS]-head cross-encoder
+    with pytest.raises(FormatError, match="head.pt"):
+        load_trained_reranker("minilm", tmp_path / "ce" / "adapter")
+
+
 def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
     """The LoRA-tuned bi-encoder begins exactly where the zero-shot bi-encoder is (its scores are
     the same cosines / temperature) and its adapter loads back as the right kind."""

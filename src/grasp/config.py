@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from grasp.errors import ConfigError, first_error
 from grasp.storage import cache_root
@@ -150,10 +150,16 @@ class MFARConfig(_Section):
 class RerankerConfig(_Section):
     """Stage 3: the reranker, its LoRA training (CPU-sized defaults) and the final fusion."""
 
-    kind: Literal["cross-encoder", "bi-encoder"] = Field(
-        "bi-encoder", description="what `grasp train reranker` trains: a cross-encoder (one-logit head) or LoRA on "
-        "the zero-shot bi-encoder's encoder; the trained adapter records its kind")
-    model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint")
+    kind: Literal["cross-encoder", "bi-encoder", "llm-yes-no"] = Field(
+        "bi-encoder", description="what `grasp train reranker` trains: a cross-encoder (query and candidate read "
+        "together, a linear head on the mean token state), LoRA on the zero-shot bi-encoder's encoder, or the "
+        "paper's causal-LM yes/no reranker (score P(yes); also used zero-shot, untrained, by grasp-zs); the trained "
+        "adapter records its kind")
+    model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint; for "
+                       "llm-yes-no a causal-LM checkpoint folder or a .gguf file (`grasp fetch reranker-llm`)")
+    instruction: str | None = Field(None, description="llm-yes-no: the <Instruct> line of the prompt; default: the "
+                                    "SKB's own (STaRK amazon/mag/prime, else one naming its candidate types); a "
+                                    "trained adapter records the one it was trained with and keeps it")
     depth: int = Field(100, ge=1, description="upstream candidates reranked")
     max_length: int = Field(128, ge=32, description="tokens per candidate (a pair, for the cross-encoder) at "
                             "training; a trained adapter records it and inference uses it (paper: 1024; 2048 on "
@@ -165,6 +171,7 @@ class RerankerConfig(_Section):
     max_neighbors: int = Field(10, ge=0)
     epochs: int = Field(2, ge=1, description="paper: 2; the shipped pkg adapter: 4 (on a GPU)")
     lr: float = Field(2e-4, gt=0, description="paper: 3e-5 (for its 0.6B LLM reranker; too low for LoRA on MiniLM)")
+    head_lr: float = Field(1e-3, gt=0, description="learning rate of a scoring head trained from zero (cross-encoder)")
     warmup: float = Field(0.05, ge=0, lt=1)
     global_batch: int = Field(16, ge=1)
     micro_batch: int = Field(4, ge=1, description="groups per forward pass (memory, not results)")
@@ -174,8 +181,18 @@ class RerankerConfig(_Section):
     lora_alpha: int = Field(64, ge=1)
     lora_dropout: float = Field(0.05, ge=0, lt=1)
     save_every: int = Field(50, ge=1, description="training steps between checkpoints (an interrupted run resumes)")
+    eval_every: int = Field(0, ge=0, description="training steps between validations of the reranker alone on "
+                            "validation pools (0: only at the end); logged for `grasp report`'s training curve")
+    eval_queries: int = Field(100, ge=1, description="validation queries scored at each of those validations")
     train_split: str = "train"
     val_split: str = "val"
+
+    @model_validator(mode="after")
+    def _llm_needs_a_model(self) -> RerankerConfig:
+        if self.kind == "llm-yes-no" and self.model == "minilm":
+            raise ValueError("reranker.kind 'llm-yes-no' needs a causal LM: set reranker.model to a local "
+                             "checkpoint folder or a .gguf file (`grasp fetch reranker-llm` prints one)")
+        return self
 
 
 class ArtifactsConfig(_Section):

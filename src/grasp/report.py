@@ -21,10 +21,11 @@ STAGES = [
 PROGRESSION = ("mfar", "graph", "fused", "grasp-zs", "grasp")
 
 
-def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, out_dir: Path, examples: int = 3) -> str:
+def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, out_dir: Path, examples: int = 3,
+             sensitivity_figures: bool = True) -> str:
     """Each stage is computed once: the most complete prepared method runs with all its stages kept
     (graph, mFAR, fused, reranker and the final fusion, grasp or grasp-zs), the zero-shot reranker reranks that same fused run, and the
-    baselines run on their own."""
+    baselines run on their own. Then the validation sensitivity figures (:mod:`grasp.sensitivity`)."""
     queries = ws.queries(split=split, limit=limit)
     ready = ws.readiness()
     k = ws.config.search.depth
@@ -64,6 +65,10 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         cells = [str(_first_gold_rank(runs[m].get(q.qid), q.answer_ids) or "–") for m in shown]
         lines.append(f"| {q.text[:90]} | " + " | ".join(cells) + " |")
         picked += 1
+    if sensitivity_figures:
+        from grasp.sensitivity import sensitivity
+
+        lines += ["", *sensitivity(ws, out_dir)]
     text = "\n".join(lines) + "\n"
     (out_dir / "ablation.md").write_text(text)
     _bar_chart(reports, out_dir / "ablation.png", title=f"{ws.skb.name} ({split})")

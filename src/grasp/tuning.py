@@ -1,49 +1,75 @@
-"""Choosing Stage 2's fusion setting on validation: run the graph and the dense partner once,
-grid-search static and dynamic RRF over those runs (vectorised), keep the better by Hit@1,
-save it with the index, and draw the static (w, k) Hit@1 surface (the paper's Figure 4)."""
+"""Choosing the fusion settings on validation: run the inputs once, grid-search each selection rule
+over those runs (vectorised), pick the rule by its cross-validated Hit@1 (queries its grid did not
+see), fit it on the whole split, save it with the index, and draw the static (w, k) Hit@1 surface
+(the paper's Figure 4)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from grasp.fuse.grid import FusionTable, search_dynamic, search_static
+from grasp.fuse.grid import FusionTable, choose, cross_validate, search_dynamic, search_static
 from grasp.fuse.retriever import FusionSetting
 from grasp.rerank.retriever import RerankFusionSetting
+from grasp.results import Query, Ranking, Run
 from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
 
 LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
+RERANK_DEPTHS = (30, 100)  # final fusion: reranked depths compared (the shipped settings were tuned at 30; paper 100)
+N_FOLDS = 5
 
 
 def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar", limit: int | None = None,
-                heatmap: Path | None = None, link_floors: tuple[float, ...] = LINK_FLOORS) -> tuple[FusionSetting, dict]:
-    """Static RRF over its (w, k) grid and dynamic RRF over its grid for each link floor; the best by Hit@1
-    (ties: static, then the lower floor)."""
+                heatmap: Path | None = None, link_floors: tuple[float, ...] = LINK_FLOORS,
+                n_folds: int = N_FOLDS) -> tuple[FusionSetting, dict]:
+    """Choose the fusion rule by cross-validation on the validation queries, then fit it on all of them.
+
+    Rules, simplest first: static RRF (best (w, k)), static RRF's flattest good region (best 3x3
+    neighbourhood), and dynamic RRF for each link floor. Each rule's held-out Hit@1 over ``n_folds``
+    folds decides (ties: the simpler); the info says how the plain in-sample argmax would have fared."""
     queries = ws.queries(split=split, limit=limit)
     graph_run = ws.run("graph", queries)
     dense_run = ws.run(dense_method, queries)
     tables = {floor: FusionTable.build(graph_run, dense_run, queries, candidate_mask=ws.skb.candidate_mask,
                                        link_floor=floor) for floor in link_floors}
-    static = search_static(tables[link_floors[0]])  # static weights ignore the plan's signals
-    by_floor = {floor: search_dynamic(table) for floor, table in tables.items()}
-    floor = max(link_floors, key=lambda f: (by_floor[f].hit1, -f))
-    dynamic = by_floor[floor]
-    best = dynamic if dynamic.hit1 > static.hit1 else static
-    info = {"split": split, "n": len(queries), "dense_method": dense_method,
-            "static": {"hit@1": static.hit1, **static.best, "settings": static.n_settings, "within_1pt": static.within_1pt},
-            "dynamic": {"hit@1": dynamic.hit1, **dynamic.best, "link_floor": floor, "settings": dynamic.n_settings,
-                        "within_1pt": dynamic.within_1pt},
-            "dynamic_by_link_floor": {str(f): r.hit1 for f, r in by_floor.items()}}
+    plain = tables[link_floors[0]]  # static weights ignore the plan's signals
+    rules = {"static": (plain, search_static), "static-flat": (plain, partial(search_static, flat=True))}
+    floor_of = {f"dynamic@{floor:g}": floor for floor in link_floors}  # each dynamic rule's link floor
+    rules |= {name: (tables[floor], search_dynamic) for name, floor in floor_of.items()}
+    cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
+    chosen = choose(cv["cv"])
+    fitted = {name: search(table) for name, (table, search) in rules.items()}
+    best = fitted[chosen]
+    static = fitted["static"]
+    info = {"split": split, "n": len(queries), "dense_method": dense_method, "chosen": chosen,
+            "rules": {name: {"hit@1": r.hit1, "cv_hit@1": cv["cv"][name], **r.best, "settings": r.n_settings,
+                             "within_1pt": r.within_1pt, **({"link_floor": floor_of[name]} if name in floor_of else {})}
+                      for name, r in fitted.items()},
+            "cv": cv, "templates": per_template(plain, queries, best.hits(rules[chosen][0]))}
     if best.mode == "static":
         setting = FusionSetting("static", best.best["k"], w=best.best["w"], val_hit1=best.hit1, info=info)
     else:
         setting = FusionSetting("dynamic", best.best["k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
-                                val_hit1=best.hit1, info=info, link_floor=floor)
+                                val_hit1=best.hit1, info=info, link_floor=float(floor_of[chosen]))
     ws.save_setting(setting, data={split: len(queries)}, context={"dense_method": dense_method})
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")
     return setting, info
+
+
+def per_template(table: FusionTable, queries: Sequence[Query], fused_hits: np.ndarray) -> dict[str, dict]:
+    """Hit@1 per query template of each input alone and of the fusion: where fusion loses what an input had."""
+    graph = table.hits_at_1(1.0, 0.0, 60)
+    dense = table.hits_at_1(0.0, 1.0, 60)
+    out: dict[str, dict] = {}
+    for template in sorted({q.template or "-" for q in queries}):
+        rows = np.array([(q.template or "-") == template for q in queries])
+        out[template] = {"n": int(rows.sum()), "graph": float(graph[rows].mean()), "dense": float(dense[rows].mean()),
+                         "fused": float(fused_hits[rows].mean())}
+    return out
 
 
 def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> None:
@@ -68,15 +94,45 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> 
     plt.close(fig)
 
 
-def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None) -> RerankFusionSetting:
-    """Static RRF of the reranker's ranking with the fused one, (w, k) chosen on validation Hit@1."""
+def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None,
+                depths: tuple[int, ...] = RERANK_DEPTHS, n_folds: int = N_FOLDS) -> RerankFusionSetting:
+    """The final fusion: static RRF of the reranker's ranking with the fused one. The reranked depth
+    (each of ``depths`` up to the configured one) and the (w, k) rule (best cell or flattest region) are
+    chosen by cross-validation on the validation queries, then (w, k) is fitted on all of them."""
     queries = ws.queries(split=split, limit=limit)
     rr = reranked_method(ws, trained=trained, w=0.5, k=2.0)
     upstream = ws.run("fused", queries, rr.depth)
     scored, _ = rr.from_upstream(queries, upstream, rr.depth)
-    table = FusionTable.build(scored, upstream, queries, candidate_mask=ws.skb.candidate_mask)
-    static = search_static(table)
-    setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=rr.depth, val_hit1=static.hit1,
-                                  split=split, n=len(queries), within_1pt=static.within_1pt, trained=trained)
-    ws.save_setting(setting, final_fusion_artifact(trained), data={split: len(queries)}, context={"depth": rr.depth})
+    rules, depth_of = {}, {}
+    # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
+    compared = {rr.depth} if "depth" in ws.config.reranker.model_fields_set else {d for d in depths if d < rr.depth}
+    for depth in sorted(compared | {rr.depth}):
+        table = FusionTable.build(within_depth(scored, upstream, depth), upstream, queries,
+                                  candidate_mask=ws.skb.candidate_mask)
+        for name, search in ((f"static@{depth}", search_static),
+                             (f"static-flat@{depth}", partial(search_static, flat=True))):
+            rules[name], depth_of[name] = (table, search), depth
+    cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
+    chosen = choose(cv["cv"])
+    table, search = rules[chosen]
+    best = search(table)
+    setting = RerankFusionSetting(w=best.best["w"], k=best.best["k"], depth=depth_of[chosen],
+                                  val_hit1=best.hit1, split=split, n=len(queries), within_1pt=best.within_1pt,
+                                  trained=trained, rule=chosen, cv={name: round(v, 4) for name, v in cv["cv"].items()},
+                                  argmax_right=cv["argmax_right"], surface=best.surface.round(4).tolist(),
+                                  axes=best.axes)
+    ws.save_setting(setting, final_fusion_artifact(trained), data={split: len(queries)},
+                    context={"depth": setting.depth})
     return setting
+
+
+def within_depth(scored: Run, upstream: Run, depth: int) -> Run:
+    """The reranker's ranking restricted to each query's upstream top ``depth`` (a shallower rerank: the
+    reranker's scores do not depend on what else is in the pool)."""
+    out = Run(scored.name)
+    for qid, ranking in scored.items():
+        up = upstream.get(qid)
+        keep = set(up.node_ids[:depth].tolist()) if up is not None else set()
+        mask = np.array([int(n) in keep for n in ranking.node_ids], dtype=bool)
+        out.add(Ranking(qid, ranking.node_ids[mask], ranking.scores[mask], stage=ranking.stage, trace=ranking.trace))
+    return out

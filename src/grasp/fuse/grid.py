@@ -5,13 +5,16 @@ candidates with their graph and dense ranks, and which are gold), so no retrieva
 Static RRF: every (w, k) of the grid. Dynamic RRF: a query's Hit@1 depends on its weight only
 through its (n_cand bucket, risk level) cell, so hits are precomputed per cell for every distinct
 weight value, and every (k, w_bucket, m_risk) combination is then a sum of table lookups.
-Selection is by Hit@1 (ties: the first setting in grid order).
+Selection is by Hit@1 (ties: the first setting in grid order); the static grid can instead take the
+centre of the best 3x3 neighbourhood (a flat region rather than a sharp optimum), and
+:func:`cross_validate` estimates, by K folds of the validation queries, how each selection rule does
+on queries its grid did not see.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +82,11 @@ class FusionTable:
         has = self.valid.any(axis=1) & (np.take_along_axis(scores, top[:, None], 1)[:, 0] > 0)
         return has & np.take_along_axis(self.gold, top[:, None], 1)[:, 0]
 
+    def subset(self, rows: np.ndarray) -> FusionTable:
+        """The table of some queries only (row indices)."""
+        return FusionTable([self.qids[i] for i in rows], self.rank_g[rows], self.rank_m[rows], self.gold[rows],
+                           self.valid[rows], self.bucket[rows], self.risk[rows])
+
 
 @dataclass
 class GridResult:
@@ -90,13 +98,76 @@ class GridResult:
     surface: np.ndarray | None = None      # static: Hit@1 over (w, k)
     axes: dict = field(default_factory=dict)
 
+    def hits(self, table: FusionTable) -> np.ndarray:
+        """(Q,) bool: Hit@1 of the chosen setting on (other) queries."""
+        if self.mode == "static":
+            return table.hits_at_1(self.best["w"], 1.0 - self.best["w"], self.best["k"])
+        w_bucket = np.asarray(self.best["w_bucket"])
+        m_risk = np.asarray([self.best["m_risk"][r] for r in RISK_LEVELS])
+        return table.hits_at_1(w_bucket[table.bucket] * m_risk[table.risk], 1.0, self.best["k"])
 
-def search_static(table: FusionTable, ws: Sequence[float] = STATIC_W, ks: Sequence[float] = STATIC_K) -> GridResult:
+
+def neighbourhood_mean(surface: np.ndarray) -> np.ndarray:
+    """Each cell's mean over its 3x3 neighbourhood (edges: the cells that exist)."""
+    padded = np.pad(surface, 1, constant_values=np.nan)
+    stack = [padded[1 + di : 1 + di + surface.shape[0], 1 + dj : 1 + dj + surface.shape[1]]
+             for di in (-1, 0, 1) for dj in (-1, 0, 1)]
+    return np.nanmean(np.stack(stack), axis=0)
+
+
+def search_static(table: FusionTable, ws: Sequence[float] = STATIC_W, ks: Sequence[float] = STATIC_K, *,
+                  flat: bool = False) -> GridResult:
+    """Every (w, k); the best cell, or with ``flat`` the cell whose 3x3 neighbourhood is best on average."""
     surface = np.array([[table.hits_at_1(w, 1.0 - w, k).mean() for k in ks] for w in ws])
-    i, j = np.unravel_index(np.argmax(surface), surface.shape)
-    best = float(surface[i, j])
-    return GridResult("static", {"w": float(ws[i]), "k": float(ks[j])}, best, surface.size,
-                      int((surface >= best - 0.01 - 1e-12).sum()), surface, {"w": list(ws), "k": list(ks)})
+    i, j = np.unravel_index(np.argmax(neighbourhood_mean(surface) if flat else surface), surface.shape)
+    top = float(surface.max())
+    return GridResult("static", {"w": float(ws[i]), "k": float(ks[j])}, float(surface[i, j]), surface.size,
+                      int((surface >= top - 0.01 - 1e-12).sum()), surface, {"w": list(ws), "k": list(ks)})
+
+
+def folds(n: int, n_folds: int, seed: int) -> list[np.ndarray]:
+    """``n_folds`` disjoint row sets covering 0..n-1, by a seeded permutation."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [np.sort(part) for part in np.array_split(order, n_folds)]
+
+
+def cross_validate(rules: dict[str, tuple[FusionTable, Callable[[FusionTable], GridResult]]], *, n_folds: int = 5,
+                   seed: int = 0) -> dict:
+    """Held-out Hit@1 of each selection rule (a table and a search over it): for every fold, each rule
+    searches the other folds and is scored on this one. Also how often picking the rule with the best
+    in-sample Hit@1 on the other folds (the plain grid argmax) picked the rule that was best held out.
+
+    Returns ``{"cv": {rule: mean held-out Hit@1}, "folds": [per fold: each rule's train and test Hit@1],
+    "argmax_right": fraction, "n_folds", "seed"}``; every table must hold the same queries in the same order."""
+    n = len(next(iter(rules.values()))[0].qids)
+    n_folds = min(n_folds, n)
+    if n_folds < 2:  # too few queries to hold any out: each rule's in-sample Hit@1, said as such
+        return {"cv": {name: search(table).hit1 for name, (table, search) in rules.items()}, "folds": [],
+                "argmax_right": None, "n_folds": n_folds, "seed": seed}
+    held: dict[str, list[np.ndarray]] = {name: [] for name in rules}
+    per_fold = []
+    right = 0
+    for test in folds(n, n_folds, seed):
+        train = np.setdiff1d(np.arange(n), test)
+        fold = {}
+        for name, (table, search) in rules.items():
+            result = search(table.subset(train))
+            hits = result.hits(table.subset(test))
+            held[name].append(hits)
+            fold[name] = {"train": result.hit1, "test": float(hits.mean())}
+        picked = max(rules, key=lambda r: fold[r]["train"])  # ties: the first rule
+        best_held = max(v["test"] for v in fold.values())
+        right += fold[picked]["test"] >= best_held - 1e-12
+        per_fold.append({"n": len(test), "picked_in_sample": picked, **fold})
+    cv = {name: float(np.concatenate(h).mean()) if h else 0.0 for name, h in held.items()}
+    return {"cv": cv, "folds": per_fold, "argmax_right": right / n_folds, "n_folds": n_folds, "seed": seed}
+
+
+def choose(cv: dict[str, float], *, tolerance: float = 0.0) -> str:
+    """The rule with the best held-out Hit@1; within ``tolerance`` of it, the first in order (simpler rules
+    first)."""
+    best = max(cv.values())
+    return next(name for name, v in cv.items() if v >= best - tolerance - 1e-12)
 
 
 def search_dynamic(table: FusionTable, ks: Sequence[float] = DYNAMIC_K, w_bucket=W_BUCKET, m_risk=M_RISK) -> GridResult:

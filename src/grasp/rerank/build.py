@@ -23,7 +23,14 @@ def build_serializer(cfg: RerankerConfig, skb: SKB, layout: DocumentLayout) -> C
 
 
 def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None) -> Reranker:
-    """The zero-shot bi-encoder over ``encoder`` (no adapter), or the reranker a trained adapter belongs to."""
+    """The zero-shot reranker (no adapter): the bi-encoder over ``encoder``, or for ``reranker.kind=llm-yes-no``
+    the causal LM ``cfg.model`` untrained (it answers yes/no as it is); else the reranker a trained adapter
+    belongs to."""
+    if adapter is None and cfg.kind == "llm-yes-no":
+        from grasp.rerank.llm_yes_no import LLMYesNoReranker
+
+        return LLMYesNoReranker(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length,
+                                precision=cfg.precision)
     if adapter is None:
         return BiEncoderReranker(encoder)
     return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length, precision=cfg.precision)

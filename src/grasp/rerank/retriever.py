@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from grasp.fuse.rrf import static_rrf
@@ -44,6 +44,11 @@ class RerankFusionSetting(Setting):
     n: int = 0
     within_1pt: int = 0
     trained: bool = True
+    rule: str = ""                 # the selection rule cross-validation chose (e.g. "static-flat@100")
+    cv: dict = field(default_factory=dict)  # every rule's held-out Hit@1
+    argmax_right: float | None = None       # share of folds where the in-sample best rule was best held out
+    surface: list = field(default_factory=list)  # Hit@1 over (w, k) at the chosen depth (grasp report's heatmap)
+    axes: dict = field(default_factory=dict)
 
     artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.workspace.final_fusion_artifact names each
 

@@ -1,4 +1,4 @@
-"""Listwise LoRA fine-tuning of the cross-encoder (paper Section 3.3, appendix 7).
+"""Listwise LoRA fine-tuning of a reranker (paper Section 3.3, appendix 7), whatever its kind.
 
 Records: for each training query, the upstream (Stage-2) top-``depth`` pool; all its positives
 and its ``hard_negatives`` highest-ranked non-gold candidates. Each step, per query, a group of
@@ -26,7 +26,7 @@ from grasp.results import Query, Run
 from grasp.storage import atomic_dir, atomic_file
 
 # settings a resumed run may change without starting over: more epochs continue, checkpoints are bookkeeping
-RESUMABLE = ("epochs", "save_every", "val_split")
+RESUMABLE = ("epochs", "save_every", "val_split", "eval_every", "eval_queries")  # may change between resumes
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
@@ -45,34 +45,39 @@ def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, 
     return records
 
 
+def trainable(cfg: RerankerConfig):
+    """The :class:`~grasp.rerank.trainable.TrainableScorer` of ``cfg.kind`` (imported on demand: each loads torch models)."""
+    if cfg.kind == "bi-encoder":
+        from grasp.rerank.tuned_bi_encoder import BiEncoderTrainable as kind
+    elif cfg.kind == "cross-encoder":
+        from grasp.rerank.cross_encoder import CrossEncoderTrainable as kind
+    elif cfg.kind == "llm-yes-no":
+        from grasp.rerank.llm_yes_no import LLMYesNoTrainable as kind
+    else:
+        raise ValueError(f"reranker kind {cfg.kind!r} cannot be trained")
+    return kind(cfg)
+
+
 def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir: Path, *,
-                   config: RerankerConfig | None = None, seed: int = DEFAULT_SEED, progress: bool = True) -> dict:
+                   config: RerankerConfig | None = None, seed: int = DEFAULT_SEED, progress: bool = True,
+                   val_pools: Sequence[dict] = ()) -> dict:
     """Train a LoRA adapter of ``config.model`` with the ``reranker`` configuration section; returns the
-    log. The adapter ends in ``out_dir/adapter``."""
-    from peft import LoraConfig, get_peft_model
+    log. The adapter ends in ``out_dir/adapter``. With ``val_pools`` (see
+    :func:`grasp.rerank.records.validation_pools`), the reranker alone is validated on the first
+    ``eval_queries`` of them every ``eval_every`` steps and at the end (``state["val"]``)."""
     from transformers import get_cosine_schedule_with_warmup
 
-    from grasp.rerank.cross_encoder import load_cross_encoder
-    from grasp.rerank.tuned_bi_encoder import TEMPERATURE, embed, load_bi_encoder
-
     cfg = config or RerankerConfig()
-    model = cfg.model
     identity = {**cfg.model_dump(mode="json"), "seed": seed}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    if cfg.kind not in ("cross-encoder", "bi-encoder"):
-        raise ValueError(f"kind must be 'cross-encoder' or 'bi-encoder', not {cfg.kind!r}")
-    cross = cfg.kind == "cross-encoder"
-    tokenizer, base = load_cross_encoder(model) if cross else load_bi_encoder(model)
-    device = next(base.parameters()).device
-    net = get_peft_model(base, LoraConfig(task_type="SEQ_CLS" if cross else "FEATURE_EXTRACTION", r=cfg.lora_r,
-                                          lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                                          target_modules="all-linear"))
+    scorer = trainable(cfg)
+    net = scorer.net
     steps_per_epoch = max(1, len(records) // cfg.global_batch)
     total_steps = steps_per_epoch * cfg.epochs
-    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=cfg.lr)
+    opt = torch.optim.AdamW(scorer.parameter_groups(cfg))
     sched = get_cosine_schedule_with_warmup(opt, int(cfg.warmup * total_steps), total_steps)
     state = {"step": 0, "log": []}
     ckpt = out_dir / "checkpoint.pt"
@@ -83,7 +88,7 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         if changed:
             raise ConfigError(f"{ckpt} is from another training configuration ({', '.join(changed)} differ); "
                               "delete it to start over with this one")
-        net.load_state_dict(saved["model"], strict=False)
+        scorer.load_trainable_state(saved["model"], source=ckpt)
         opt.load_state_dict(saved["optimizer"])
         sched.load_state_dict(saved["scheduler"])
         state = saved["state"]
@@ -105,19 +110,26 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
             queries.append(rec["query"])
             docs += group
             sizes.append(len(group))
-        if cross:
-            pair_q = [q for q, n in zip(queries, sizes, strict=True) for _ in range(n)]
-            enc = tokenizer(pair_q, docs, truncation="only_second", max_length=cfg.max_length, padding=True,
-                            return_tensors="pt").to(device)
-            logits = net(**enc).logits[:, 0]
-        else:
-            qv = embed(net, tokenizer, queries, cfg.max_length)
-            dv = embed(net, tokenizer, docs, cfg.max_length)
-            owner = torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(sizes, device=device))
-            logits = (dv * qv[owner]).sum(-1) / TEMPERATURE
-        losses = [torch.nn.functional.cross_entropy(g[None, :], torch.zeros(1, dtype=torch.long, device=device))
+        logits = scorer.group_logits(queries, docs, sizes)
+        losses = [torch.nn.functional.cross_entropy(g[None, :], torch.zeros(1, dtype=torch.long, device=logits.device))
                   for g in torch.split(logits, sizes)]
         return torch.stack(losses).mean()
+
+    val_sample = list(val_pools)[: cfg.eval_queries]
+
+    @torch.no_grad()
+    def validate() -> None:
+        net.eval()
+        chunk = cfg.micro_batch * cfg.group_size  # as many documents per forward pass as training scores
+
+        def score(q: str, docs: list[str]) -> np.ndarray:
+            parts = [scorer.group_logits([q], docs[i : i + chunk], [len(docs[i : i + chunk])]).float().cpu().numpy()
+                     for i in range(0, len(docs), chunk)]
+            return np.concatenate(parts) if parts else np.zeros(0)
+
+        metrics = pool_metrics(score, val_sample, text)
+        net.train()
+        state.setdefault("val", []).append({"step": state["step"], **metrics})
 
     net.train()
     bar = tqdm(total=total_steps, initial=state["step"], desc="reranker", unit="step", disable=not progress)
@@ -140,27 +152,31 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         state["log"].append(entry)
         bar.update(1)
         bar.set_postfix(loss=f"{entry['loss']:.3f}")
+        if val_sample and ((cfg.eval_every and state["step"] % cfg.eval_every == 0) or state["step"] == total_steps):
+            validate()
+            bar.set_postfix(loss=f"{entry['loss']:.3f}", val_hit1=f"{state['val'][-1]['hit@1']:.3f}")
         if state["step"] % cfg.save_every == 0 or state["step"] == total_steps:
             with atomic_file(ckpt, "wb") as f:
-                torch.save({"model": {k: v for k, v in net.state_dict().items() if "lora" in k or "classifier" in k
-                                      or "modules_to_save" in k or "score" in k},
+                torch.save({"model": scorer.trainable_state(),
                             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state,
                             "config": identity,
                             "rng": rng.getstate()}, f)
     bar.close()
     with atomic_dir(out_dir / "adapter") as tmp:  # the adapter appears whole, with the record of what it is
-        net.save_pretrained(str(tmp))
+        scorer.save(tmp)
         (tmp / "grasp_train.json").write_text(json.dumps({**identity, "records": len(records)}, indent=1))
     with atomic_file(out_dir / "log.json", "w") as f:
-        f.write(json.dumps(state["log"]))
+        f.write(json.dumps({"train": state["log"], "val": state.get("val", [])}))
     return state
 
 
-def pool_metrics(reranker, pools: Sequence[dict], texts: Callable[[int], str]) -> dict[str, float]:
-    """Hit@1 and MRR of the reranker alone over validation pools (model selection without the KB)."""
+def pool_metrics(score: Callable[[str, list[str]], np.ndarray], pools: Sequence[dict],
+                 texts: Callable[[int], str]) -> dict[str, float]:
+    """Hit@1 and MRR of a reranker alone (``score(query, documents)``, e.g. ``Reranker.score``) over
+    validation pools: model selection without the KB."""
     hit1, rr = [], []
     for p in pools:
-        scores = reranker.score(p["query"], [texts(n) for n in p["pool"]])
+        scores = score(p["query"], [texts(n) for n in p["pool"]])
         order = [p["pool"][i] for i in np.argsort(-np.asarray(scores), kind="stable")]
         gold = set(p["gold"])
         first = next((i for i, n in enumerate(order) if n in gold), None)

@@ -28,6 +28,7 @@ from grasp.encode.encoder import (
     token_counts,
 )
 from grasp.rerank.base import VectorReranker, load_transformer
+from grasp.rerank.trainable import TrainableScorer, lora_config, owners
 
 TEMPERATURE = 0.05
 
@@ -108,3 +109,23 @@ class TunedBiEncoderReranker(VectorReranker):
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.encoder.encode([query])[0]
+
+
+class BiEncoderTrainable(TrainableScorer):
+    """LoRA on the bi-encoder's encoder; a group's logits are its documents' cosines to the query / temperature,
+    so training starts exactly at the zero-shot ranking."""
+
+    def __init__(self, cfg) -> None:
+        from peft import get_peft_model
+
+        self.tokenizer, base = load_bi_encoder(cfg.model)
+        self.net = get_peft_model(base, lora_config(cfg, "FEATURE_EXTRACTION"))
+        self.max_length = cfg.max_length
+
+    def group_logits(self, queries, docs, sizes) -> torch.Tensor:
+        qv = embed(self.net, self.tokenizer, queries, self.max_length)
+        dv = embed(self.net, self.tokenizer, docs, self.max_length)
+        return (dv * qv[owners(sizes, qv.device)]).sum(-1) / TEMPERATURE
+
+    def save(self, directory: Path) -> None:
+        self.net.save_pretrained(str(directory))
