@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp.artifacts import code_version, read_manifest, write_manifest
+from grasp.artifacts import code_version, manifest_path, read_manifest, write_manifest
 from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import (
@@ -46,7 +46,10 @@ def main() -> None:
             if not path.exists():
                 continue
             made = read_manifest(path)
-            if made is not None and made.note != NOTE:  # written by grasp when the artifact was made: keep it
+            if made is not None and made.note != NOTE:  # written by grasp when the artifact was made: keep it,
+                if kb == "pkg" and made.validated_on != [demo]:  # naming the demo slice as it is now
+                    made.validated_on = [demo]
+                    made.save(manifest_path(path))
                 print(f"{kb}: {name} keeps the manifest it was made with ({made.code})")
                 continue
             if name == MFAR_WEIGHTS:

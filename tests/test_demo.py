@@ -47,7 +47,8 @@ def test_demo_searcher_explains(capsys):
 
 def test_the_shipped_plan_caches_hit():
     """Every demo query and every bio/pkg test query replays a shipped plan in the default (nested) format, and so
-    do the validation plans each shipped fusion setting was tuned on (and pkg's flat plans, the earlier baseline), so
+    do the validation plans each shipped fusion setting was tuned on, bio's train plans (its reranker's fused training
+    pools) and pkg's flat plans (the earlier baseline), so
     evaluation needs no LLM; a changed prompt or key fails here."""
     from grasp.config import load_config
     from grasp.packaged import DEMO_SKB
@@ -56,7 +57,7 @@ def test_the_shipped_plan_caches_hit():
 
     expected = [(DEMO_SKB, "nested", {"train": 30, "val": 8, "test": 16})]
     if (SHARED / "data" / "skb").exists():
-        expected += [(SHARED / "data" / "skb" / "bio", "nested", {"val": 85, "test": 300}),
+        expected += [(SHARED / "data" / "skb" / "bio", "nested", {"train": 900, "val": 300, "test": 300}),
                      (SHARED / "data" / "skb" / "pkg", "nested", {"val": 100, "test": 300}),
                      (SHARED / "data" / "skb" / "pkg", "flat", {"val": 100, "test": 300})]
     for path, plan_format, splits in expected:
