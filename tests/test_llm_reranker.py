@@ -20,7 +20,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from grasp.config import RerankerConfig, load_config  # noqa: E402
-from tests.conftest import skip_unless_ci  # noqa: E402
 from grasp.errors import ConfigError  # noqa: E402
 from grasp.rerank import load_trained_reranker, train_reranker  # noqa: E402
 from grasp.rerank.llm_yes_no import (  # noqa: E402
@@ -33,6 +32,7 @@ from grasp.rerank.llm_yes_no import (  # noqa: E402
     instruction_for,
     with_skb_instruction,
 )
+from tests.conftest import skip_unless_ci  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
           "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

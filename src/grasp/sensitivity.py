@@ -90,24 +90,15 @@ def draw_training(log: dict, path: Path, *, title: str) -> None:
 
 
 def draw_final_fusion(setting: RerankFusionSetting, path: Path, *, title: str) -> float:
-    """The (w, k) Hit@1 surface; returns the share of settings within one point of the best."""
-    plt = _plt()
+    """The (w, k) Hit@1 surface, the chosen setting starred; returns the share of settings within one point
+    of the best."""
+    from grasp.tuning import draw_heatmap
+
     surface = np.asarray(setting.surface, dtype=float)
     share = float((surface >= surface.max() - 0.01 - 1e-12).mean())
-    fig, ax = plt.subplots(figsize=(7, 6))
-    im = ax.imshow(100 * surface, origin="lower", aspect="auto", cmap="viridis")
-    ws, ks = setting.axes["w"], setting.axes["k"]
-    ax.set_xticks(range(len(ks)), [f"{k:g}" for k in ks])
-    ax.set_yticks(range(0, len(ws), 2), [f"{w:.2f}" for w in ws[::2]])
-    ax.set_xlabel("k")
-    ax.set_ylabel("w (reranker weight)")
-    i, j = ws.index(setting.w), ks.index(setting.k)
-    ax.scatter([j], [i], marker="*", s=150, c="red")
-    ax.set_title(f"{title}\n{100 * share:.0f}% of settings within 1 point of the best", fontsize=10)
-    fig.colorbar(im, ax=ax, label="Hit@1 (%)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    draw_heatmap(surface, setting.axes, path, ylabel="w (reranker weight)",
+                 mark=(setting.axes["w"].index(setting.w), setting.axes["k"].index(setting.k)),
+                 title=f"{title}\n{100 * share:.0f}% of settings within 1 point of the best")
     return share
 
 

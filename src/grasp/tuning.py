@@ -72,7 +72,9 @@ def per_template(table: FusionTable, queries: Sequence[Query], fused_hits: np.nd
     return out
 
 
-def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> None:
+def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str, ylabel: str = "w (graph weight)",
+                 mark: tuple[int, int] | None = None) -> None:
+    """Hit@1 over the (w, k) grid, a star on ``mark`` (w row, k column; default: the best cell)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -83,9 +85,9 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str) -> 
     ax.set_xticks(range(len(axes["k"])), [f"{k:g}" for k in axes["k"]])
     ax.set_yticks(range(0, len(axes["w"]), 2), [f"{w:.2f}" for w in axes["w"][::2]])
     ax.set_xlabel("k")
-    ax.set_ylabel("w (graph weight)")
-    ax.set_title(title)
-    i, j = np.unravel_index(np.argmax(surface), surface.shape)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    i, j = mark if mark is not None else np.unravel_index(np.argmax(surface), surface.shape)
     ax.scatter([j], [i], marker="*", s=150, c="red")
     fig.colorbar(im, ax=ax, label="Hit@1 (%)")
     fig.tight_layout()

@@ -10,6 +10,12 @@ from pathlib import Path
 import numpy as np
 
 
+def mean_pool(states, attention_mask):
+    """The mean of each row's token states over its real tokens (sentence-transformers' MiniLM pooling)."""
+    mask = attention_mask.unsqueeze(-1).to(states.dtype)
+    return (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
 class Reranker(ABC):
     name: str = "reranker"
 

@@ -23,7 +23,7 @@ import torch
 
 from grasp.encode.encoder import inference_numerics, resolve_precision
 from grasp.errors import FormatError
-from grasp.rerank.base import Reranker, load_transformer
+from grasp.rerank.base import Reranker, load_transformer, mean_pool
 from grasp.rerank.trainable import TrainableScorer, lora_config
 
 HEAD_FILE = "head.pt"
@@ -42,9 +42,7 @@ class PairScorer(torch.nn.Module):
         torch.nn.init.zeros_(self.head.bias)
 
     def forward(self, **enc) -> torch.Tensor:
-        states = self.encoder(**enc).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).to(states.dtype)
-        pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        pooled = mean_pool(self.encoder(**enc).last_hidden_state, enc["attention_mask"])
         return self.head(torch.nn.functional.layer_norm(pooled, pooled.shape[-1:]))[:, 0]
 
 

@@ -27,7 +27,7 @@ from grasp.encode.encoder import (
     token_budget_batches,
     token_counts,
 )
-from grasp.rerank.base import VectorReranker, load_transformer
+from grasp.rerank.base import VectorReranker, load_transformer, mean_pool
 from grasp.rerank.trainable import TrainableScorer, lora_config, owners
 
 TEMPERATURE = 0.05
@@ -44,10 +44,7 @@ def embed(net, tokenizer, texts: Sequence[str], max_length: int) -> torch.Tensor
     """Mean-pooled, L2-normalised embeddings (sentence-transformers' MiniLM pooling)."""
     device = next(net.parameters()).device
     enc = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True, return_tensors="pt").to(device)
-    hidden = net(**enc).last_hidden_state
-    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(pooled, dim=-1)
+    return torch.nn.functional.normalize(mean_pool(net(**enc).last_hidden_state, enc["attention_mask"]), dim=-1)
 
 
 def adapter_digest(adapter: Path | None) -> str:
