@@ -52,10 +52,15 @@ def needed_sections(skb: SKB, q: Query, section_of: dict[int, str]) -> frozenset
 
 
 def choose_sections(need: list[frozenset[str]], size: dict[str, int]) -> list[str]:
+    """``FIRST_SECTION``, then greedily the section that makes the most further queries answerable per
+    package it adds, until ``MIN_TEST_QUERIES`` are (or no section adds one)."""
+
+    def answerable(sections: set[str]) -> int:
+        return sum(n <= sections for n in need)
+
     chosen = [FIRST_SECTION]
-    answerable = lambda extra=(): sum(n <= {*chosen, *extra} for n in need)  # noqa: E731
-    while answerable() < MIN_TEST_QUERIES:
-        gains = {s: (answerable([s]) - answerable()) / size[s] for s in sorted(size) if s not in chosen}
+    while (now := answerable(set(chosen))) < MIN_TEST_QUERIES:
+        gains = {s: (answerable({*chosen, s}) - now) / size[s] for s in sorted(size) if s not in chosen}
         best = max(gains, key=lambda s: gains[s], default=None)
         if best is None or gains[best] <= 0:
             break
