@@ -97,7 +97,7 @@ def test_download_offline_says_what_to_do(tmp_path):
 def test_validate_demo_kb(capsys):
     main(["data", "validate", str(DEMO_SKB)])
     out = capsys.readouterr().out
-    assert "ok: SKB('demo-pkg-python'" in out and "54 queries" in out
+    assert "ok: SKB('demo-pkg', 21,164 nodes" in out and "62 queries" in out
 
 
 def test_info(toy_dir, cache_dir, capsys):
