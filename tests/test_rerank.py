@@ -42,6 +42,18 @@ def test_reranked_retriever_fuses_with_upstream(ws, minilm):
     assert "[ON CHROMOSOME]" in rr.serialize(0)
 
 
+def test_reranking_shows_its_progress_per_query(ws, minilm, capsys):
+    """An LLM reranker reading serialized candidates takes seconds a query: the rerank loop shows a bar."""
+    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout),
+                           name="grasp-zs", w=0.5, k=2)
+    queries = read_queries(ws.default_queries_path())
+    rr.batch_search_stages(queries, 5, progress=True)
+    err = capsys.readouterr().err
+    assert "reranker: 100%" in err and f"{len(queries)}/{len(queries)}" in err
+    rr.batch_search_stages(queries, 5, progress=False)
+    assert "reranker:" not in capsys.readouterr().err
+
+
 def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     queries = read_queries(ws.default_queries_path())
     upstream = ws.run("bm25", queries)

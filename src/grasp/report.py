@@ -34,7 +34,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     if full is not None:
         runs.update(ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress))
         if full == "grasp" and ready["grasp-zs"] is None:
-            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k)[1]
+            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k, progress=ws.progress)[1]
     reports, skipped = [], []
     for method, label in STAGES:
         if method not in runs:

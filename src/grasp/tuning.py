@@ -104,7 +104,7 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     queries = ws.queries(split=split, limit=limit)
     rr = reranked_method(ws, trained=trained, w=0.5, k=2.0)
     upstream = ws.run("fused", queries, rr.depth)
-    scored, _ = rr.from_upstream(queries, upstream, rr.depth)
+    scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
     rules, depth_of = {}, {}
     # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
     compared = {rr.depth} if "depth" in ws.config.reranker.model_fields_set else {d for d in depths if d < rr.depth}

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from tqdm.auto import tqdm
+
 from grasp.fuse.rrf import static_rrf
 from grasp.progress import announce
 from grasp.rerank.base import Reranker, VectorReranker
@@ -93,16 +95,18 @@ class RerankedRetriever(Retriever):
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
         # the whole upstream run (not only the reranked top) is fused, so ranks below the depth keep their credit
         stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
-        scored, out = self.from_upstream(queries, stages[self.upstream.name], k)
+        scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress)
         return {**stages, RERANKER_STAGE: scored, self.name: out}
 
-    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100) -> tuple[Run, Run]:
-        """(the reranker's own ranking, the final fused one) over an upstream run already made."""
+    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100, *,
+                      progress: bool = False) -> tuple[Run, Run]:
+        """(the reranker's own ranking, the final fused one) over an upstream run already made; ``progress``
+        shows a bar per query (an LLM reranker reading serialized candidates takes seconds a query)."""
         t0 = time.perf_counter()
         announce("reranking", f"reranking the top {self.depth} with the {self.reranker.name} reranker"
                  + (" (stored vectors)" if self.uses_stored_vectors else ""))
         scored = Run(RERANKER_STAGE)
-        for q in queries:
+        for q in tqdm(queries, desc="reranker", unit="query", disable=not progress):
             scored.add(self.rerank(q, up.get(q.qid) or Ranking(q.qid, [], [])))
         scored.seconds = time.perf_counter() - t0
         upstream = Run(up.name, {q.qid: up[q.qid] for q in queries if q.qid in up})
