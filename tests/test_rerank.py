@@ -31,8 +31,15 @@ def test_bi_encoder_zero_shot(ws, minilm):
     assert s[0] > s[1]
 
 
-def test_reranked_retriever_fuses_with_upstream(ws, minilm):
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout), name="grasp-zs", w=0.5, k=2)
+@pytest.fixture
+def zero_shot_over_bm25(ws, minilm):
+    """The zero-shot bi-encoder reranking BM25's ranking, fused with it at w 0.5, k 2."""
+    return RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout),
+                             name="grasp-zs", w=0.5, k=2)
+
+
+def test_reranked_retriever_fuses_with_upstream(ws, zero_shot_over_bm25):
+    rr = zero_shot_over_bm25
     stages = rr.batch_search_stages(read_queries(ws.default_queries_path()), 5)
     run = stages["grasp-zs"]
     assert len(run) == 4
@@ -42,10 +49,9 @@ def test_reranked_retriever_fuses_with_upstream(ws, minilm):
     assert "[ON CHROMOSOME]" in rr.serialize(0)
 
 
-def test_reranking_shows_its_progress_per_query(ws, minilm, capsys):
+def test_reranking_shows_its_progress_per_query(ws, zero_shot_over_bm25, capsys):
     """An LLM reranker reading serialized candidates takes seconds a query: the rerank loop shows a bar."""
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout),
-                           name="grasp-zs", w=0.5, k=2)
+    rr = zero_shot_over_bm25
     queries = read_queries(ws.default_queries_path())
     rr.batch_search_stages(queries, 5, progress=True)
     err = capsys.readouterr().err
