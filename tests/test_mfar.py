@@ -108,6 +108,33 @@ def test_cli_train_then_eval(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["n"] == 4
 
 
+def test_cli_train_with_encoder_tuning_records_the_encoder(tmp_path, capsys):
+    """`grasp train mfar` with mfar.encoder_tuning=lora: the adapter and weights are recorded, the weights'
+    manifest names the tuned encoder, mFAR's dense fields are re-encoded with it (Stage 1's vectors are not
+    reused), and evaluation loads the tuned mFAR."""
+    import json
+
+    from grasp.artifacts import read_manifest
+    from grasp.cli import main
+    from grasp.config import load_config
+    from grasp.workspace import MFAR_ENCODER, MFAR_WEIGHTS, Workspace, mfar_encoder_id
+    from tests.conftest import write_toy
+
+    toy = write_toy(tmp_path / "toy")
+    sets = ["mfar.epochs=1", "mfar.batch_size=2", "mfar.train_split=test", "mfar.val_split=test",
+            "mfar.encoder_tuning=lora", "mfar.encoder_epochs=1"]
+    base = ["-q", "--cache-dir", str(tmp_path / "c")] + [a for s in sets for a in ("--set", s)]
+    main([*base, "train", "mfar", "--skb", str(toy)])
+    assert "mFAR encoder adapter in" in capsys.readouterr().out
+    ws = Workspace.open(toy, load_config(None, [*sets, f"cache_dir={tmp_path / 'c'}"]), progress=False)
+    assert ws.artifact(MFAR_ENCODER) is not None
+    assert mfar_encoder_id(ws).startswith("lora:") and mfar_encoder_id(ws) != "lora:untrained"
+    assert read_manifest(ws.artifact(MFAR_WEIGHTS)).config["mfar.encoder"] == mfar_encoder_id(ws)
+    assert list((ws.cache_dir / "embeddings").glob("field-single-*.npy"))  # re-encoded with the tuned encoder
+    main([*base, "eval", "--skb", str(toy), "--method", "mfar", "--output-json", str(tmp_path / "r.json")])
+    assert json.loads((tmp_path / "r.json").read_text())["n"] == 4
+
+
 def test_dense_subset_reuses_stage1_vectors(index, tmp_path):
     from grasp.encode.node_vectors import NodeVectors
 
@@ -182,3 +209,28 @@ def test_a_first_build_renders_each_lexical_field_once(index, tmp_path, monkeypa
     assert fresh.lexical[names.index("single")].index_dir == baseline.index_dir
     assert [r.tolist() for r in fresh.lexical_scores([t[0] for t in fresh.tokenize(["sodium"])])] == \
         [r.tolist() for r in idx.lexical_scores([t[0] for t in idx.tokenize(["sodium"])])]
+
+
+def test_encoder_tuning_trains_a_lora_adapter_that_changes_the_dense_scores(index, tmp_path):
+    """mFAR's own recipe: the encoder phase writes a LoRA adapter (and resumes from its checkpoint);
+    the tuned encoder embeds differently from the base one and mFAR built on it retrieves."""
+    from grasp.encode.tuned import TunedEncoder
+    from grasp.text.mfar.train import tune_encoder
+
+    idx, d = index
+    queries = read_queries(d / "qa" / "queries.jsonl")
+    cfg = MFARConfig(encoder_tuning="lora", encoder_epochs=1, batch_size=4, hard_negative_ranks=(2, 4),
+                     encoder_lr=5e-3)
+    adapter = tune_encoder(MFARRetriever(idx), queries, tmp_path / "run", "minilm", cfg, progress=False)
+    assert (adapter / "adapter_config.json").exists() and (tmp_path / "run" / "encoder-checkpoint.pt").exists()
+    assert tune_encoder(MFARRetriever(idx), queries, tmp_path / "run", "minilm", cfg, progress=False) == adapter
+    tuned = TunedEncoder.load("minilm", adapter, kind="mfar-encoder", max_length=256, precision="fp32")
+    base = TunedEncoder.load("minilm", None, kind="mfar-encoder", max_length=256, precision="fp32")
+    text = ["sodium voltage-gated channel"]
+    np.testing.assert_allclose(base.encode(text), idx.encoder.encode(text), atol=1e-4)  # base = Stage 1's MiniLM
+    assert float(tuned.encode(text)[0] @ base.encode(text)[0]) < 0.9999
+    assert tuned.model_id != base.model_id
+    sub = FieldIndex(idx.skb, get_layout("generic"), tuned, tmp_path / "tuned", dense_fields=["name", "single"],
+                     progress=False)
+    ranking = MFARRetriever(sub).search(queries[0].text, k=3)
+    assert len(ranking.node_ids) == 3

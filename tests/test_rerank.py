@@ -217,3 +217,19 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
     assert not CandidateVectors(tmp_path / "vec", serializer, base.document_encoder, progress=False).built
     with pytest.raises(ValueError, match="not candidate nodes"):
         vectors.of(np.array([int(n) for n in range(ws.skb.num_nodes) if not ws.skb.candidate_mask[n]][:1]))
+
+
+def test_lexical_zero_shot_reranker_is_bm25_over_the_pool():
+    """BM25 with document frequencies counted over the pool: values a hand computation gives."""
+    import math
+
+    from grasp.config import BM25Config
+    from grasp.rerank.lexical import LexicalReranker
+
+    r = LexicalReranker(BM25Config(stopwords=None, stemmer=None))
+    s = r.score("sodium channel", ["sodium channel", "sodium", "potassium"])
+    n, k1, b, avg = 3, 1.2, 0.75, 4 / 3
+    idf_sodium, idf_channel = math.log1p((n - 2 + 0.5) / 2.5), math.log1p((n - 1 + 0.5) / 1.5)
+    tf = lambda length: 2.2 / (1 + k1 * (1 - b + b * length / avg))  # noqa: E731
+    assert s[0] == pytest.approx((idf_sodium + idf_channel) * tf(2))
+    assert s[1] == pytest.approx(idf_sodium * tf(1)) and s[2] == 0.0

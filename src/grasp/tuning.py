@@ -102,8 +102,10 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     (each of ``depths`` up to the configured one) and the (w, k) rule (best cell or flattest region) are
     chosen by cross-validation on the validation queries, then (w, k) is fitted on all of them."""
     queries = ws.queries(split=split, limit=limit)
-    rr = reranked_method(ws, trained=trained, w=0.5, k=2.0)
-    upstream = ws.run("fused", queries, rr.depth)
+    # the trained reranker stacks on the zero-shot one when that is tuned: every stage over the one before
+    source = "grasp-zs" if trained and ws.artifact(final_fusion_artifact(False)) is not None else "fused"
+    rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source)
+    upstream = ws.run(source, queries, rr.depth)
     scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
     rules, depth_of = {}, {}
     # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
@@ -120,11 +122,11 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     best = search(table)
     setting = RerankFusionSetting(w=best.best["w"], k=best.best["k"], depth=depth_of[chosen],
                                   val_hit1=best.hit1, split=split, n=len(queries), within_1pt=best.within_1pt,
-                                  trained=trained, rule=chosen, cv={name: round(v, 4) for name, v in cv["cv"].items()},
+                                  trained=trained, rule=chosen, upstream=source, cv={name: round(v, 4) for name, v in cv["cv"].items()},
                                   argmax_right=cv["argmax_right"], surface=best.surface.round(4).tolist(),
                                   axes=best.axes)
     ws.save_setting(setting, final_fusion_artifact(trained), data={split: len(queries)},
-                    context={"depth": setting.depth})
+                    context={"depth": setting.depth, "upstream": source})
     return setting
 
 

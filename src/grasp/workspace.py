@@ -33,14 +33,17 @@ S = TypeVar("S", bound=Setting)
 
 # trained artifacts, by their name in a workspace (stage modules are imported lazily: `import grasp` stays light)
 MFAR_WEIGHTS = "mfar/weights.pt"       # `grasp train mfar`: the best field weights
+MFAR_ENCODER = "mfar/encoder"          # `grasp train mfar` with mfar.encoder_tuning=lora: the encoder's LoRA adapter
+ENCODER_TUNING_FIELDS = ("encoder_tuning", "encoder_epochs", "encoder_lr", "encoder_lora_r")
 RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapter and its grasp_train.json
 FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
 
 
 def zero_shot_reranker_id(cfg) -> str:
-    """Which zero-shot reranker a zero-shot final fusion was tuned for: the bi-encoder over the encoder
-    (every kind but llm-yes-no, whose untrained LLM is its own zero-shot reranker) or that LLM."""
-    return f"llm-yes-no:{cfg.model}" if cfg.kind == "llm-yes-no" else "bi-encoder"
+    """Which zero-shot reranker a zero-shot final fusion was tuned for: ``reranker.zero_shot`` (BM25 over the
+    pool or the bi-encoder; every kind but llm-yes-no, whose untrained LLM is its own zero-shot reranker) or
+    that LLM."""
+    return f"llm-yes-no:{cfg.model}" if cfg.kind == "llm-yes-no" else cfg.zero_shot
 
 
 def final_fusion_artifact(trained: bool) -> str:
@@ -98,7 +101,7 @@ class Workspace:
         """Where `grasp train mfar` keeps checkpoints, the training log and the best weights."""
         cfg = self.config.mfar
         # settings added after this key was fixed join it only when changed: earlier training folders stay found
-        later = {name for name in ("hard_negative_ranks",) if getattr(cfg, name) == type(cfg).model_fields[name].default}
+        later = {name for name in ("hard_negative_ranks", *ENCODER_TUNING_FIELDS) if getattr(cfg, name) == type(cfg).model_fields[name].default}
         key = [cfg.model_dump(exclude=later), encoder_weights_id(self.config.encoder), self.layout.key]
         return self.cache_dir / f"mfar-train-{stable_hash(key)}"
 
@@ -151,8 +154,10 @@ class Workspace:
         reranker = {"reranker.model": c.reranker.model, "reranker.max_field_tokens": c.reranker.max_field_tokens,
                     "reranker.max_neighbors": c.reranker.max_neighbors}
         out: dict[str, Any] = {"layout": self.layout.key}
-        if name in (MFAR_WEIGHTS, FUSION_SETTING, final_fusion_artifact(False)):
+        if name in (MFAR_WEIGHTS, MFAR_ENCODER, FUSION_SETTING, final_fusion_artifact(False)):
             out["encoder"] = encoder_weights_id(c.encoder)
+        if name in (MFAR_WEIGHTS, FUSION_SETTING, final_fusion_artifact(False), final_fusion_artifact(True)):
+            out["mfar.encoder"] = mfar_encoder_id(self)  # what mFAR's ranking, fused downstream, was made with
         if name in (RERANKER_ADAPTER, final_fusion_artifact(True)):
             out.update(reranker)
         elif name == final_fusion_artifact(False):
@@ -295,13 +300,46 @@ def _graph(ws: Workspace) -> Retriever:
     return build_graph_retriever(ws.config.graph, ws.planner, ws.node_vectors, ws.cache_dir, progress=ws.progress)
 
 
-def mfar_method(ws: Workspace, *, trained: bool = True):
-    """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``)."""
+def mfar_encoder_adapter(ws: Workspace) -> Path | None:
+    """The LoRA adapter of mFAR's encoder when ``mfar.encoder_tuning=lora`` and `grasp train mfar` made one
+    (this workspace's, else shipped); None: mFAR reads Stage 1's encoder and vectors."""
+    if ws.config.mfar.encoder_tuning == "frozen":
+        return None
+    return ws.artifact(MFAR_ENCODER, check=ws.expects(MFAR_ENCODER))
+
+
+def mfar_encoder_id(ws: Workspace) -> str:
+    """Which encoder mFAR's dense scores come from ("base", or "lora:" and the adapter's digest): mFAR's
+    weights, and every fusion setting over mFAR's ranking, are made for one."""
+    from grasp.encode.tuned import adapter_digest
+
+    if ws.config.mfar.encoder_tuning == "frozen":
+        return "base"
+    adapter = mfar_encoder_adapter(ws)
+    return f"lora:{adapter_digest(adapter)}" if adapter is not None else "lora:untrained"
+
+
+def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = False):
+    """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``).
+    With a tuned encoder (:func:`mfar_encoder_adapter`; not with ``base_encoder``) mFAR's dense fields are
+    encoded by it, stored apart from Stage 1's vectors."""
     from grasp.text.mfar.build import build_mfar, load_weights
 
     c = ws.config
-    retriever = build_mfar(c.mfar, ws.skb, ws.layout, ws.encoder, ws.cache_dir, bm25=c.bm25,
-                           node_vectors=ws.node_vectors, dtype=c.vector_index.dtype, progress=ws.progress)
+    adapter = None if base_encoder else mfar_encoder_adapter(ws)
+    if trained and adapter is None and c.mfar.encoder_tuning == "lora" and not base_encoder:
+        raise ConfigError("mfar.encoder_tuning=lora, but no tuned mFAR encoder was trained for this SKB "
+                          f"({ws.artifact_path(MFAR_ENCODER)}); run `grasp train mfar` first")
+    if adapter is not None:
+        from grasp.encode.tuned import TunedEncoder
+
+        encoder, node_vectors = TunedEncoder.load(
+            c.encoder.model, adapter, kind="mfar-encoder", max_length=c.encoder.max_length,
+            batch_size=c.encoder.batch_size, device=c.encoder.device, precision=c.encoder.precision), None
+    else:
+        encoder, node_vectors = ws.encoder, ws.node_vectors
+    retriever = build_mfar(c.mfar, ws.skb, ws.layout, encoder, ws.cache_dir, bm25=c.bm25,
+                           node_vectors=node_vectors, dtype=c.vector_index.dtype, progress=ws.progress)
     if trained and (path := ws.artifact(MFAR_WEIGHTS, check=mfar_expects(ws),
                                         loadable={"encoder", "layout", "dense_fields"})) is not None:
         load_weights(retriever, path)
@@ -328,9 +366,11 @@ def _fused(ws: Workspace) -> Retriever:
 
 
 def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None,
-                    depth: int | None = None):
-    """Stage 3 over the fused ranking (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the
-    final RRF uses the setting `grasp tune rerank` saved, unless (w, k) are given."""
+                    depth: int | None = None, upstream: str | None = None):
+    """Stage 3 (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the final RRF uses the setting
+    `grasp tune rerank` saved, unless (w, k) are given. grasp-zs reranks the fused ranking; grasp reranks the
+    ranking its setting was tuned over (``upstream`` when given): grasp-zs's when a zero-shot final fusion
+    existed at tuning (every stage over the one before), else the fused one (settings tuned before)."""
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.retriever import RerankFusionSetting
@@ -350,7 +390,8 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
         if setting is None:
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         w, k = setting.w, setting.k
-    return build_reranked(ws.retriever("fused"), build_reranker(cfg, ws.encoder, adapter), ws.serializer,
+    source = upstream or (setting.upstream if setting is not None and trained else "fused")
+    return build_reranked(ws.retriever(source), build_reranker(cfg, ws.encoder, adapter, ws.config.bm25), ws.serializer,
                           name="grasp" if trained else "grasp-zs", w=w, k=k,
                           depth=depth if depth is not None else rerank_depth(cfg, setting),
                           vectors_dir=ws.vectors_dir, progress=ws.progress)

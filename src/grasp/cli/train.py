@@ -21,14 +21,22 @@ def train_group() -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N train queries.")
 @click.pass_context
 def train_mfar(ctx, skb_dir, stark_dataset, limit):
-    """Train mFAR's field weights on the train split, early-stopping on val; resumes if interrupted."""
+    """Train mFAR's field weights on the train split, early-stopping on val; with mfar.encoder_tuning=lora,
+    first its encoder (LoRA) jointly with them. Resumes if interrupted."""
     from grasp.text.mfar import train
-    from grasp.workspace import MFAR_WEIGHTS, mfar_expects, mfar_method
+    from grasp.text.mfar.train import tune_encoder
+    from grasp.workspace import MFAR_ENCODER, MFAR_WEIGHTS, mfar_expects, mfar_method
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.mfar
-    retriever = mfar_method(ws, trained=False)
     train_q, val_q = ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split)
+    if cfg.encoder_tuning == "lora" and ws.artifact(MFAR_ENCODER) is None:
+        adapter = tune_encoder(mfar_method(ws, trained=False, base_encoder=True), train_q, ws.mfar_dir,
+                               ws.config.encoder.model, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
+        ws.record_artifact(MFAR_ENCODER, data={cfg.train_split: len(train_q)},
+                           context={"mfar": cfg.model_dump(mode="json")})
+        click.echo(f"mFAR encoder adapter in {adapter}; re-encoding mFAR's dense fields with it")
+    retriever = mfar_method(ws, trained=False)
     state = train(retriever, train_q, val_q, ws.mfar_dir, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
     ws.record_artifact(MFAR_WEIGHTS, data={cfg.train_split: len(train_q), cfg.val_split: len(val_q)},
                        check=mfar_expects(ws), context={"mfar": cfg.model_dump(mode="json")})

@@ -5,15 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
-
-
-def mean_pool(states, attention_mask):
-    """The mean of each row's token states over its real tokens (sentence-transformers' MiniLM pooling)."""
-    mask = attention_mask.unsqueeze(-1).to(states.dtype)
-    return (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
 class Reranker(ABC):
@@ -75,22 +68,3 @@ class DocumentVectorCache:
             for t, v in zip(missing, self.embed_texts(missing), strict=True):
                 self._vectors[t] = v
         return np.stack([self._vectors[t] for t in texts])
-
-
-def load_transformer(auto_class, model: str, adapter: Path | None, device: str | None, **kwargs):
-    """(tokenizer, network) of a transformers ``Auto*`` class in float32 (whatever the checkpoint
-    stores: a float16 copy trains poorly in half precision), with a LoRA adapter merged in when
-    given (plain weights: faster inference)."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from grasp.encode.encoder import default_device, resolve_model_path
-
-    path, _ = resolve_model_path(model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    net = auto_class.from_pretrained(path, dtype=torch.float32, **kwargs)
-    if adapter is not None:
-        from peft import PeftModel
-
-        net = PeftModel.from_pretrained(net, str(adapter)).merge_and_unload()
-    return tokenizer, net.to(device or default_device())

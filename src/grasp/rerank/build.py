@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grasp.config import RerankerConfig
+from grasp.config import BM25Config, RerankerConfig
 from grasp.encode.encoder import Encoder
 from grasp.rerank import BiEncoderReranker, load_trained_reranker
 from grasp.rerank.base import Reranker, VectorReranker
@@ -22,8 +22,9 @@ def build_serializer(cfg: RerankerConfig, skb: SKB, layout: DocumentLayout) -> C
     return CandidateSerializer(skb, layout, max_field_tokens=cfg.max_field_tokens, max_neighbors=cfg.max_neighbors)
 
 
-def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None) -> Reranker:
-    """The zero-shot reranker (no adapter): the bi-encoder over ``encoder``, or for ``reranker.kind=llm-yes-no``
+def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None, bm25: BM25Config | None = None) -> Reranker:
+    """The zero-shot reranker (no adapter): ``cfg.zero_shot``, BM25 over the pool (with ``bm25``'s tokenizer and
+    parameters) or the bi-encoder over ``encoder``; for ``reranker.kind=llm-yes-no``
     the causal LM ``cfg.model`` untrained (it answers yes/no as it is); else the reranker a trained adapter
     belongs to."""
     if adapter is None and cfg.kind == "llm-yes-no":
@@ -31,6 +32,10 @@ def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None) 
 
         return LLMYesNoReranker(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length,
                                 precision=cfg.precision)
+    if adapter is None and cfg.zero_shot == "bm25":
+        from grasp.rerank.lexical import LexicalReranker
+
+        return LexicalReranker(bm25)
     if adapter is None:
         return BiEncoderReranker(encoder)
     return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length, precision=cfg.precision)

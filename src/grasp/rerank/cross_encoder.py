@@ -22,9 +22,10 @@ import numpy as np
 import torch
 
 from grasp.encode.encoder import inference_numerics, resolve_precision
+from grasp.encode.tuned import load_transformer, lora_config, mean_pool
 from grasp.errors import FormatError
-from grasp.rerank.base import Reranker, load_transformer, mean_pool
-from grasp.rerank.trainable import TrainableScorer, lora_config
+from grasp.rerank.base import Reranker
+from grasp.rerank.trainable import TrainableScorer
 
 HEAD_FILE = "head.pt"
 
@@ -98,7 +99,7 @@ class CrossEncoderTrainable(TrainableScorer):
         from peft import get_peft_model
 
         tokenizer, scorer = load_cross_encoder(cfg.model)
-        scorer.encoder = get_peft_model(scorer.encoder, lora_config(cfg, "FEATURE_EXTRACTION"))
+        scorer.encoder = get_peft_model(scorer.encoder, lora_config(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout))
         self.tokenizer, self.net, self.max_length = tokenizer, scorer, cfg.max_length
 
     def parameter_groups(self, cfg) -> list[dict]:

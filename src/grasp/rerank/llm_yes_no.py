@@ -29,9 +29,10 @@ import torch
 
 from grasp.config import RerankerConfig
 from grasp.encode.encoder import inference_numerics, resolve_precision
+from grasp.encode.tuned import load_transformer, lora_config
 from grasp.errors import ConfigError
-from grasp.rerank.base import Reranker, load_transformer
-from grasp.rerank.trainable import TrainableScorer, lora_config
+from grasp.rerank.base import Reranker
+from grasp.rerank.trainable import TrainableScorer
 
 SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
           'Note that the answer can only be "yes" or "no".')
@@ -189,7 +190,7 @@ class LLMYesNoTrainable(TrainableScorer):
         if next(base.parameters()).is_cuda:  # the paper's groups of 24 at 1024 tokens need it on a GPU
             base.gradient_checkpointing_enable()
             base.enable_input_require_grads()
-        self.net = get_peft_model(base, lora_config(cfg, "CAUSAL_LM"))
+        self.net = get_peft_model(base, lora_config(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, "CAUSAL_LM"))
         self.prompts = YesNoPrompts(tokenizer, cfg.instruction, cfg.max_length)
 
     def group_logits(self, queries, docs, sizes) -> torch.Tensor:

@@ -47,6 +47,7 @@ class RerankFusionSetting(Setting):
     within_1pt: int = 0
     trained: bool = True
     rule: str = ""                 # the selection rule cross-validation chose (e.g. "static-flat@100")
+    upstream: str = "fused"        # the ranking it reranks: fused, or grasp-zs (the trained reranker over the zero-shot one)
     cv: dict = field(default_factory=dict)  # every rule's held-out Hit@1
     argmax_right: float | None = None       # share of folds where the in-sample best rule was best held out
     surface: list = field(default_factory=list)  # Hit@1 over (w, k) at the chosen depth (grasp report's heatmap)
@@ -95,6 +96,8 @@ class RerankedRetriever(Retriever):
     def batch_search_stages(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> dict[str, Run]:
         # the whole upstream run (not only the reranked top) is fused, so ranks below the depth keep their credit
         stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
+        if RERANKER_STAGE in stages:  # an upstream reranker (the zero-shot one under the trained one) keeps its run
+            stages[f"{RERANKER_STAGE}:{self.upstream.name}"] = stages.pop(RERANKER_STAGE)
         scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress)
         return {**stages, RERANKER_STAGE: scored, self.name: out}
 

@@ -54,14 +54,6 @@ class TrainableScorer(ABC):
         return next(self.net.parameters()).device
 
 
-def lora_config(cfg: RerankerConfig, task_type: str):
-    """LoRA on every linear layer, as the paper configures it (r, alpha, dropout from ``cfg``)."""
-    from peft import LoraConfig
-
-    return LoraConfig(task_type=task_type, r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules="all-linear")
-
-
 def owners(sizes: Sequence[int], device) -> torch.Tensor:
     """The group index of every document: [0]*sizes[0] + [1]*sizes[1] + ..."""
     return torch.repeat_interleave(torch.arange(len(sizes), device=device), torch.tensor(list(sizes), device=device))

@@ -1,10 +1,15 @@
-"""Training mFAR's field weights on the SKB's train split (CPU-sized by default).
+"""Training mFAR on the SKB's train split (CPU-sized by default).
 
 Contrastive loss at temperature 0.05 over in-batch candidates: every query's positive, plus one
 hard negative per query sampled from ranks 51-100 of the single-field BM25 run with positives
-removed. Only the weights train by default (the encoder and the field embeddings stay fixed),
-at learning rate 5e-3; early stopping on validation MRR; a checkpoint after every epoch, from
-which an interrupted run resumes.
+removed. By default only the field weights train (the encoder and the field embeddings stay
+fixed), at learning rate 5e-3; early stopping on validation MRR; a checkpoint after every epoch,
+from which an interrupted run resumes.
+
+With ``mfar.encoder_tuning=lora`` (mFAR's own recipe) :func:`tune_encoder` first trains a LoRA
+adapter of the encoder jointly with the weights under the same loss, the dense field scores
+computed by the encoder under training; mFAR's dense fields are then re-encoded with it and
+:func:`train` fits the weights over the new vectors as above.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from tqdm.auto import tqdm
 from grasp.config import DEFAULT_SEED, MFARConfig
 from grasp.eval.report import evaluate_run
 from grasp.results import Query
-from grasp.storage import atomic_file
+from grasp.storage import atomic_dir, atomic_file
 from grasp.text.mfar.retriever import MFARRetriever
 
 
@@ -53,6 +58,47 @@ class _LexicalCache:
         return out
 
 
+class _Examples:
+    """What both training phases sample from: the train queries with a gold candidate, each one's hard
+    negatives (candidate rows) and its field BM25 (cached), and the batches of every epoch."""
+
+    def __init__(self, retriever: MFARRetriever, train_queries: Sequence[Query], cfg: MFARConfig) -> None:
+        index = retriever.index
+        self.row_of = row_of = index.row_of
+        self.queries = queries = [q for q in train_queries if any(a in row_of for a in q.answer_ids)]
+        single = next(i for i, s in enumerate(index.specs) if s.name == "single")
+        lo, hi = cfg.hard_negative_ranks
+        bm25_run = index.lexical[single].batch_search(queries, hi)
+        self.hard = {q.qid: [row_of[int(n)] for n in bm25_run[q.qid].node_ids[lo - 1 : hi].tolist()
+                             if int(n) not in set(q.answer_ids) and int(n) in row_of] for q in queries}
+        self.lexical = _LexicalCache(index, index.tokenize([q.text for q in queries]))
+        self.n_rows = len(row_of)
+        self.batch_size = cfg.batch_size
+
+    def batches(self, rng: random.Random):
+        """One epoch: (query numbers, candidate rows (positives then negatives), lexical (B, C, F), mask of
+        in-batch candidates that are gold for another query's row, so not negatives)."""
+        order = list(range(len(self.queries)))
+        rng.shuffle(order)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            gold = [[self.row_of[a] for a in self.queries[i].answer_ids if a in self.row_of] for i in batch]
+            pos = [rng.choice(g) for g in gold]
+            neg = [rng.choice(self.hard[self.queries[i].qid]) if self.hard[self.queries[i].qid]
+                   else rng.randrange(self.n_rows) for i in batch]
+            cand = np.array(pos + neg)
+            lex = np.stack([self.lexical.at(i, cand).T for i in batch])  # (B, C, F)
+            mask = torch.tensor([[j != b and int(c) in set(gold[b]) for j, c in enumerate(cand)]
+                                 for b in range(len(batch))])
+            yield batch, cand, torch.from_numpy(lex), mask
+
+
+def _loss(scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """In-batch contrastive loss: query b's positive is candidate b."""
+    scores = (scores / temperature).masked_fill(mask, float("-inf"))
+    return torch.nn.functional.cross_entropy(scores, torch.arange(scores.shape[0]))
+
+
 def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries: Sequence[Query], out_dir: Path,
           config: MFARConfig | None = None, *, seed: int = DEFAULT_SEED, progress: bool = True) -> dict:
     """Train ``retriever.weights`` in place with the ``mfar`` configuration section; returns the training
@@ -61,19 +107,10 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     index = retriever.index
-    row_of = index.row_of
-    queries = [q for q in train_queries if any(a in row_of for a in q.answer_ids)]
     rng = random.Random(seed)
     torch.manual_seed(seed)
-
-    # hard negatives: ranks 51-100 of the single-field BM25 run, positives removed
-    single = next(i for i, s in enumerate(index.specs) if s.name == "single")
-    lo, hi = cfg.hard_negative_ranks
-    bm25_run = index.lexical[single].batch_search(queries, hi)
-    hard = {q.qid: [row_of[int(n)] for n in bm25_run[q.qid].node_ids[lo - 1 : hi].tolist()
-                    if int(n) not in set(q.answer_ids) and int(n) in row_of] for q in queries}
-    q_emb = index.encoder.encode_queries([q.text for q in queries])
-    lexical = _LexicalCache(index, index.tokenize([q.text for q in queries]))
+    examples = _Examples(retriever, train_queries, cfg)
+    q_emb = index.encoder.encode_queries([q.text for q in examples.queries])
 
     opt = torch.optim.Adam(retriever.weights.parameters(), lr=cfg.lr)
     state = {"epoch": 0, "best": -1.0, "bad_epochs": 0, "log": []}
@@ -87,24 +124,13 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
     for epoch in range(state["epoch"], cfg.epochs):
         if state["bad_epochs"] > cfg.patience:
             break
-        order = list(range(len(queries)))
-        rng.shuffle(order)
         total = 0.0
-        bar = tqdm(range(0, len(order), cfg.batch_size), desc=f"mfar epoch {epoch + 1}", disable=not progress)
-        for start in bar:
-            batch = order[start : start + cfg.batch_size]
-            pos = [rng.choice([row_of[a] for a in queries[i].answer_ids if a in row_of]) for i in batch]
-            neg = [rng.choice(hard[queries[i].qid]) if hard[queries[i].qid] else rng.randrange(len(row_of)) for i in batch]
-            cand = np.array(pos + neg)
-            lex = np.stack([lexical.at(i, cand).T for i in batch])  # (B, C, F)
-            dense = np.stack([index.dense_scores(q_emb[i], cand).T for i in batch])
+        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.batch_size),
+                   desc=f"mfar epoch {epoch + 1}", disable=not progress)
+        for batch, cand, lex, mask in bar:
+            dense = torch.from_numpy(np.stack([index.dense_scores(q_emb[i], cand).T for i in batch]))
             w = retriever.weights(torch.from_numpy(q_emb[batch]))
-            scores = retriever.weights.combine(w, torch.from_numpy(lex), torch.from_numpy(dense)) / cfg.temperature
-            # another query's candidate that is also gold for this query is not a negative
-            gold_rows = [{row_of[a] for a in queries[i].answer_ids if a in row_of} for i in batch]
-            mask = torch.tensor([[j != b and int(c) in gold_rows[b] for j, c in enumerate(cand)] for b in range(len(batch))])
-            scores = scores.masked_fill(mask, float("-inf"))
-            loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
+            loss = _loss(retriever.weights.combine(w, lex, dense), mask, cfg.temperature)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -113,7 +139,8 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
         retriever.weights.eval()
         val = evaluate_run(retriever.batch_search(val_queries, 100), val_queries).means if val_queries else {"mrr": 0.0}
         retriever.weights.train()
-        entry = {"epoch": epoch + 1, "loss": total / max(len(order), 1), **{f"val_{k}": v for k, v in val.items()}}
+        entry = {"epoch": epoch + 1, "loss": total / max(len(examples.queries), 1),
+                 **{f"val_{k}": v for k, v in val.items()}}
         state["log"].append(entry)
         if val["mrr"] > state["best"]:
             state["best"], state["bad_epochs"] = val["mrr"], 0
@@ -127,3 +154,75 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
         retriever.weights.load_state_dict(torch.load(out_dir / "weights.pt", weights_only=True))
     (out_dir / "log.json").write_text(json.dumps(state["log"], indent=1))
     return state
+
+
+def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_dir: Path, model: str,
+                 config: MFARConfig | None = None, *, seed: int = DEFAULT_SEED, progress: bool = True) -> Path:
+    """mFAR's encoder phase: a LoRA adapter of ``model`` (the encoder ``retriever``'s index was built with)
+    trained jointly with fresh field weights, for ``encoder_epochs`` epochs; every dense field score is
+    the cosine of the query and the candidate's field text, both embedded by the encoder under training
+    (an empty field scores 0, as its zero vector does at search time). Returns the adapter folder
+    (``out_dir/encoder``); a checkpoint after each epoch lets an interrupted run resume."""
+    from peft import get_peft_model
+
+    from grasp.encode.tuned import embed, load_bi_encoder, lora_config
+    from grasp.text.mfar.model import FieldWeights
+
+    cfg = config or MFARConfig()
+    out_dir = Path(out_dir)
+    adapter_dir = out_dir / "encoder"
+    if adapter_dir.exists():
+        return adapter_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index = retriever.index
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    examples = _Examples(retriever, train_queries, cfg)
+    tokenizer, base = load_bi_encoder(model)
+    net = get_peft_model(base, lora_config(cfg.encoder_lora_r, 2 * cfg.encoder_lora_r, 0.05))
+    weights = FieldWeights(index.encoder.dim, index.n_fields, index.has_dense)
+    opt = torch.optim.AdamW([{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.encoder_lr},
+                             {"params": weights.parameters(), "lr": cfg.lr}])
+    max_length = getattr(index.encoder, "max_length", 256)
+    dense_fields = [f for f, has in enumerate(index.has_dense) if has]
+    texts = {f: (lambda row, lay=index.layouts[f]: lay.document(index.skb, int(index.node_ids[row])))
+             for f in dense_fields}
+    state = {"epoch": 0, "log": []}
+    ckpt = out_dir / "encoder-checkpoint.pt"
+    if ckpt.exists():
+        saved = torch.load(ckpt, weights_only=False)
+        net.load_state_dict(saved["lora"], strict=False)
+        weights.load_state_dict(saved["weights"])
+        opt.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+        rng.setstate(saved["rng"])
+    net.train()
+    for epoch in range(state["epoch"], cfg.encoder_epochs):
+        total = 0.0
+        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.batch_size),
+                   desc=f"mfar encoder epoch {epoch + 1}", disable=not progress)
+        for batch, cand, lex, mask in bar:
+            qv = embed(net, tokenizer, [examples.queries[i].text for i in batch], max_length)
+            dense = torch.zeros(len(batch), len(cand), index.n_fields)
+            for f in dense_fields:
+                docs = [texts[f](row) for row in cand.tolist()]
+                filled = [j for j, t in enumerate(docs) if t]
+                if filled:
+                    dv = embed(net, tokenizer, [docs[j] for j in filled], max_length)
+                    dense[:, filled, f] = qv @ dv.T
+            loss = _loss(weights.combine(weights(qv), lex, dense), mask, cfg.temperature)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+            bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+        state["log"].append({"epoch": epoch + 1, "loss": total / max(len(examples.queries), 1)})
+        state["epoch"] = epoch + 1
+        lora = {k: v for k, v in net.state_dict().items() if "lora_" in k}
+        _save(ckpt, {"lora": lora, "weights": weights.state_dict(), "optimizer": opt.state_dict(), "state": state,
+                     "rng": rng.getstate()})
+    with atomic_dir(adapter_dir) as tmp:
+        net.save_pretrained(str(tmp))
+        (Path(tmp) / "grasp_train.json").write_text(json.dumps({"log": state["log"], "seed": seed,
+                                                                "mfar": cfg.model_dump(mode="json")}, indent=1))
+    return adapter_dir
