@@ -37,6 +37,7 @@ def test_all_stages(toy_dir, tmp_path, capsys):
             rep = json.loads(out.read_text())
             assert rep["n"] == 4 and (rep["hit@1"], rep["mrr"]) == expected[method], (method, rep)
         main([*base, "report", *skb, "--split", "test", "--out", str(tmp_path / "report")])
+        check_zero_shot_choice(base, skb, tmp_path / "c", capsys)
     md = (tmp_path / "report" / "ablation.md").read_text()
     assert "+ trained reranker (GRASP)" in md and "graph only (Stage 1)" in md
     assert (tmp_path / "report" / "ablation.png").stat().st_size > 1000
@@ -53,3 +54,35 @@ def test_grasp_needs_training_first(toy_dir, tmp_path):
     p = subprocess.run([sys.executable, "-m", "grasp.cli", "--cache-dir", str(tmp_path / "c"), "eval", "--skb",
                         str(toy_dir), "--method", "fused"], capture_output=True, text=True)
     assert p.returncode == 2 and "run `grasp tune fusion" in p.stderr
+
+
+def check_zero_shot_choice(base, skb, cache, capsys):
+    """reranker.zero_shot=auto: the zero-shot final fusion was tuned with both zero-shot rerankers and records
+    the one cross-validation chose (setting and manifest); the trained one, tuned over grasp-zs, records that
+    setting's checksum, so retuning grasp-zs with the other reranker makes it stale, and a configuration naming
+    a reranker the setting was not tuned with does not load it."""
+    from grasp.artifacts import checksum
+
+    (ws,) = (cache / "skb").iterdir()
+    zs_path = ws / "rerank-fusion-zero-shot.json"
+    zs = json.loads(zs_path.read_text())
+    assert zs["zero_shot"] in ("bi-encoder", "bm25") and zs["rule"].startswith(zs["zero_shot"] + ":")
+    assert sorted(zs["cv"]) == sorted(f"{kind}:{rule}@{d}" for kind in ("bi-encoder", "bm25")
+                                      for rule in ("static", "static-flat") for d in (30, 100))
+    manifest = json.loads((ws / "rerank-fusion-zero-shot.json.manifest.json").read_text())
+    assert manifest["config"]["reranker.zero_shot"] == zs["zero_shot"]
+    trained = json.loads((ws / "rerank-fusion-trained.json.manifest.json").read_text())
+    assert json.loads((ws / "rerank-fusion-trained.json").read_text())["upstream"] == "grasp-zs"
+    assert trained["config"]["grasp-zs.sha256"] == checksum(zs_path)
+    other = "bm25" if zs["zero_shot"] == "bi-encoder" else "bi-encoder"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*base, "--set", f"reranker.zero_shot={other}", "eval", *skb, "--method", "grasp-zs"])
+    assert f"reranker.zero_shot: made with '{zs['zero_shot']}'" in capsys.readouterr().err
+    main([*base, "--set", f"reranker.zero_shot={other}", "tune", "rerank", *skb, "--zero-shot", "--split", "test"])
+    retuned = json.loads(zs_path.read_text())
+    assert retuned["zero_shot"] == other and set(retuned["cv"]) == {"static@30", "static-flat@30", "static@100",
+                                                                     "static-flat@100"}
+    with pytest.raises(SystemExit):
+        main([*base, "eval", *skb, "--method", "grasp"])
+    assert "grasp-zs.sha256: made with" in capsys.readouterr().err

@@ -163,10 +163,11 @@ class RerankerConfig(_Section):
         "together, a linear head on the mean token state), LoRA on the zero-shot bi-encoder's encoder, or the "
         "paper's causal-LM yes/no reranker (score P(yes); also used zero-shot, untrained, by grasp-zs); the trained "
         "adapter records its kind")
-    zero_shot: Literal["bm25", "bi-encoder"] = Field(
-        "bi-encoder", description="the untrained reranker of grasp-zs (kind llm-yes-no: that LLM instead): the MiniLM "
-        "bi-encoder's cosine (the shipped settings' zero-shot; adds nothing on validation), or BM25 of the query "
-        "against the serialized candidate, frequencies over the pool (pkg: final fusion val 70.0 vs 68.3 fused)")
+    zero_shot: Literal["auto", "bm25", "bi-encoder"] = Field(
+        "auto", description="the untrained reranker of grasp-zs (kind llm-yes-no: that LLM instead): the MiniLM "
+        "bi-encoder's cosine, BM25 of the query against the serialized candidate (frequencies over the pool), or "
+        "auto: `grasp tune rerank --zero-shot` tunes the final fusion with each and keeps the one "
+        "cross-validation prefers (recorded in the setting, which serving reads)")
     model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint; for "
                        "llm-yes-no a causal-LM checkpoint folder or a .gguf file (`grasp fetch reranker-llm`)")
     instruction: str | None = Field(None, description="llm-yes-no: the <Instruct> line of the prompt; default: the "

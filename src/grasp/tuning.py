@@ -15,7 +15,7 @@ from grasp.fuse.grid import FusionTable, choose, cross_validate, search_dynamic,
 from grasp.fuse.retriever import FusionSetting
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.results import Query, Ranking, Run
-from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
+from grasp.workspace import Workspace, final_fusion_artifact, reranked_method, zero_shot_choices
 
 LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
 RERANK_DEPTHS = (30, 100)  # final fusion: reranked depths compared (the shipped settings were tuned at 30; paper 100)
@@ -98,35 +98,48 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str, yla
 
 def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None,
                 depths: tuple[int, ...] = RERANK_DEPTHS, n_folds: int = N_FOLDS) -> RerankFusionSetting:
-    """The final fusion: static RRF of the reranker's ranking with the fused one. The reranked depth
-    (each of ``depths`` up to the configured one) and the (w, k) rule (best cell or flattest region) are
-    chosen by cross-validation on the validation queries, then (w, k) is fitted on all of them."""
+    """The final fusion: static RRF of the reranker's ranking with the upstream one. The reranked depth
+    (each of ``depths`` up to the configured one), the (w, k) rule (best cell or flattest region) and, zero-shot
+    under ``reranker.zero_shot=auto``, the reranker itself are chosen by cross-validation on the validation
+    queries, then (w, k) is fitted on all of them."""
     queries = ws.queries(split=split, limit=limit)
     # the trained reranker stacks on the zero-shot one when that is tuned: every stage over the one before
     source = "grasp-zs" if trained and ws.artifact(final_fusion_artifact(False)) is not None else "fused"
-    rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source)
-    upstream = ws.run(source, queries, rr.depth)
-    scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
-    rules, depth_of = {}, {}
-    # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
-    compared = {rr.depth} if "depth" in ws.config.reranker.model_fields_set else {d for d in depths if d < rr.depth}
-    for depth in sorted(compared | {rr.depth}):
-        table = FusionTable.build(within_depth(scored, upstream, depth), upstream, queries,
-                                  candidate_mask=ws.skb.candidate_mask)
-        for name, search in ((f"static@{depth}", search_static),
-                             (f"static-flat@{depth}", partial(search_static, flat=True))):
-            rules[name], depth_of[name] = (table, search), depth
+    kinds: tuple[str | None, ...] = (None,) if trained else zero_shot_choices(ws.config.reranker)
+    upstream, rules, made_with = None, {}, {}
+    for kind in kinds:
+        rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source, zero_shot=kind)
+        upstream = upstream or ws.run(source, queries, rr.depth)
+        scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
+        # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
+        deepest = rr.depth
+        compared = {deepest} if "depth" in ws.config.reranker.model_fields_set else {d for d in depths if d < deepest}
+        for depth in sorted(compared | {deepest}):
+            if depth == deepest or not rr.reranker.pool_dependent:
+                at_depth = within_depth(scored, upstream, depth)
+            else:  # scores that depend on the pool are made from the pool serving will rerank
+                rr.depth = depth
+                at_depth, _ = rr.from_upstream(queries, upstream, depth, progress=ws.progress)
+            table = FusionTable.build(at_depth, upstream, queries, candidate_mask=ws.skb.candidate_mask)
+            prefix = f"{kind}:" if len(kinds) > 1 else ""
+            for name, search in ((f"{prefix}static@{depth}", search_static),
+                                 (f"{prefix}static-flat@{depth}", partial(search_static, flat=True))):
+                rules[name], made_with[name] = (table, search), (depth, kind)
     cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
     chosen = choose(cv["cv"])
     table, search = rules[chosen]
     best = search(table)
-    setting = RerankFusionSetting(w=best.best["w"], k=best.best["k"], depth=depth_of[chosen],
+    depth, kind = made_with[chosen]
+    setting = RerankFusionSetting(w=best.best["w"], k=best.best["k"], depth=depth,
                                   val_hit1=best.hit1, split=split, n=len(queries), within_1pt=best.within_1pt,
-                                  trained=trained, rule=chosen, upstream=source, cv={name: round(v, 4) for name, v in cv["cv"].items()},
+                                  trained=trained, rule=chosen, upstream=source, zero_shot=kind,
+                                  cv={name: round(v, 4) for name, v in cv["cv"].items()},
                                   argmax_right=cv["argmax_right"], surface=best.surface.round(4).tolist(),
                                   axes=best.axes)
-    ws.save_setting(setting, final_fusion_artifact(trained), data={split: len(queries)},
-                    context={"depth": setting.depth, "upstream": source})
+    name = final_fusion_artifact(trained)
+    check = {**ws.expects(name), **({"reranker.zero_shot": kind} if kind is not None else {})}
+    ws.save_setting(setting, name, data={split: len(queries)}, context={"depth": setting.depth, "upstream": source},
+                    check=check)
     return setting
 
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from grasp.artifacts import verify, write_manifest
+from grasp.artifacts import checksum, verify, write_manifest
 from grasp.config import GraspConfig
 from grasp.encode.encoder import Encoder, build_encoder, encoder_weights_id
 from grasp.encode.node_vectors import NodeVectors
@@ -39,11 +39,23 @@ RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapte
 FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
 
 
-def zero_shot_reranker_id(cfg) -> str:
-    """Which zero-shot reranker a zero-shot final fusion was tuned for: ``reranker.zero_shot`` (BM25 over the
-    pool or the bi-encoder; every kind but llm-yes-no, whose untrained LLM is its own zero-shot reranker) or
-    that LLM."""
-    return f"llm-yes-no:{cfg.model}" if cfg.kind == "llm-yes-no" else cfg.zero_shot
+ZERO_SHOT_RERANKERS = ("bi-encoder", "bm25")  # what reranker.zero_shot=auto chooses between on validation
+
+
+def zero_shot_reranker_id(cfg) -> str | None:
+    """Which zero-shot reranker a zero-shot final fusion must have been tuned for: ``reranker.zero_shot`` (BM25
+    over the pool or the bi-encoder), None for ``auto`` (any: the setting records the one tuning chose), or for
+    kind llm-yes-no that LLM (untrained, it is its own zero-shot reranker)."""
+    if cfg.kind == "llm-yes-no":
+        return f"llm-yes-no:{cfg.model}"
+    return None if cfg.zero_shot == "auto" else cfg.zero_shot
+
+
+def zero_shot_choices(cfg) -> tuple[str, ...]:
+    """The zero-shot rerankers `grasp tune rerank --zero-shot` compares: every one under ``auto``, else the
+    configured one."""
+    chosen = zero_shot_reranker_id(cfg)
+    return ZERO_SHOT_RERANKERS if chosen is None else (chosen,)
 
 
 def final_fusion_artifact(trained: bool) -> str:
@@ -162,7 +174,12 @@ class Workspace:
             out.update(reranker)
         elif name == final_fusion_artifact(False):
             out.update({k: v for k, v in reranker.items() if k != "reranker.model"})
-            out["reranker.zero_shot"] = zero_shot_reranker_id(c.reranker)
+            if (zero_shot := zero_shot_reranker_id(c.reranker)) is not None:
+                out["reranker.zero_shot"] = zero_shot
+        if name == final_fusion_artifact(True) and (zs := self.artifact(final_fusion_artifact(False))) is not None:
+            # a trained final fusion tuned over grasp-zs records which zero-shot setting it stacked on: retuning
+            # that one leaves it stale (one tuned over the fused ranking never recorded it, and is not checked)
+            out["grasp-zs.sha256"] = checksum(zs)
         return out
 
     def record_artifact(self, name: str, *, data: dict[str, int], context: dict[str, Any] | None = None,
@@ -184,11 +201,12 @@ class Workspace:
         return cls.load(path) if path is not None else None
 
     def save_setting(self, setting: Setting, name: str | None = None, *, data: dict[str, int],
-                     context: dict[str, Any] | None = None) -> Path:
-        """Save a tuned setting and its manifest (``data``: the split and number of queries it was tuned on)."""
+                     context: dict[str, Any] | None = None, check: dict[str, Any] | None = None) -> Path:
+        """Save a tuned setting and its manifest (``data``: the split and number of queries it was tuned on;
+        ``check``: what it was made with, when more than :meth:`expects` says)."""
         name = _setting_name(type(setting), name)
         setting.save(self.artifact_path(name))
-        return self.record_artifact(name, data=data, context=context)
+        return self.record_artifact(name, data=data, context=context, check=check)
 
     def readiness(self) -> dict[str, str | None]:
         """For each method: None when it can run now, else what is missing and the command that makes it."""
@@ -366,11 +384,12 @@ def _fused(ws: Workspace) -> Retriever:
 
 
 def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: float | None = None,
-                    depth: int | None = None, upstream: str | None = None):
+                    depth: int | None = None, upstream: str | None = None, zero_shot: str | None = None):
     """Stage 3 (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the final RRF uses the setting
-    `grasp tune rerank` saved, unless (w, k) are given. grasp-zs reranks the fused ranking; grasp reranks the
-    ranking its setting was tuned over (``upstream`` when given): grasp-zs's when a zero-shot final fusion
-    existed at tuning (every stage over the one before), else the fused one (settings tuned before)."""
+    `grasp tune rerank` saved, unless (w, k) are given. grasp-zs reranks the fused ranking with ``zero_shot``
+    when given, else the configured zero-shot reranker (``auto``: the one its setting was tuned with); grasp
+    reranks the ranking its setting was tuned over (``upstream`` when given): grasp-zs's when a zero-shot final
+    fusion existed at tuning (every stage over the one before), else the fused one (settings tuned before)."""
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.retriever import RerankFusionSetting
@@ -391,9 +410,10 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         w, k = setting.w, setting.k
     source = upstream or (setting.upstream if setting is not None and trained else "fused")
-    return build_reranked(ws.retriever(source), build_reranker(cfg, ws.encoder, adapter, ws.config.bm25), ws.serializer,
-                          name="grasp" if trained else "grasp-zs", w=w, k=k,
-                          depth=depth if depth is not None else rerank_depth(cfg, setting),
+    zero_shot = zero_shot or zero_shot_reranker_id(cfg) or (setting.zero_shot if setting is not None else None)
+    reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot or ZERO_SHOT_RERANKERS[0])
+    return build_reranked(ws.retriever(source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",
+                          w=w, k=k, depth=depth if depth is not None else rerank_depth(cfg, setting),
                           vectors_dir=ws.vectors_dir, progress=ws.progress)
 
 

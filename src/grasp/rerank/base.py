@@ -11,6 +11,7 @@ import numpy as np
 
 class Reranker(ABC):
     name: str = "reranker"
+    pool_dependent: bool = False  # True when a candidate's score depends on the others in the pool (BM25's df)
 
     @abstractmethod
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:

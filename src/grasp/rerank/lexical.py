@@ -21,6 +21,7 @@ from grasp.rerank.base import Reranker
 
 class LexicalReranker(Reranker):
     name = "bm25"
+    pool_dependent = True
 
     def __init__(self, config: BM25Config | None = None) -> None:
         from grasp.text.bm25 import make_tokenizer

@@ -48,6 +48,7 @@ class RerankFusionSetting(Setting):
     trained: bool = True
     rule: str = ""                 # the selection rule cross-validation chose (e.g. "static-flat@100")
     upstream: str = "fused"        # the ranking it reranks: fused, or grasp-zs (the trained reranker over the zero-shot one)
+    zero_shot: str | None = None   # a zero-shot one: the reranker it was tuned with (made before it was recorded: bi-encoder)
     cv: dict = field(default_factory=dict)  # every rule's held-out Hit@1
     argmax_right: float | None = None       # share of folds where the in-sample best rule was best held out
     surface: list = field(default_factory=list)  # Hit@1 over (w, k) at the chosen depth (grasp report's heatmap)
