@@ -66,22 +66,27 @@ def test_shipped_artifacts_warn_on_another_skb_unless_validated_there(artifact):
 
 
 def test_a_zero_shot_final_fusion_serves_only_the_zero_shot_reranker_it_was_tuned_for(tmp_path):
-    """The shipped zero-shot final fusions were tuned for the bi-encoder: an untrained LLM yes/no reranker
-    (its own zero-shot reranker) must not be fused with their (w, k)."""
+    """pkg's shipped zero-shot final fusion was tuned (reranker.zero_shot=auto) with BM25 over the pool: the
+    default (auto) loads it; a configuration naming the bi-encoder, or an untrained LLM yes/no reranker (its
+    own zero-shot reranker), must not be fused with its (w, k)."""
     from grasp.config import load_config
     from grasp.workspace import Workspace, final_fusion_artifact
 
     path = SHIPPED_MODELS / "pkg" / final_fusion_artifact(False)
-    ws = Workspace.open(write_toy(tmp_path / "toy"), load_config(None, [f"cache_dir={tmp_path / 'c'}"]), progress=False)
-    assert ws.expects(final_fusion_artifact(False))["reranker.zero_shot"] == "bi-encoder"
-    verify(path, label="zs", skb=read_manifest(path).skb, expected=ws.expects(final_fusion_artifact(False)),
-           shipped=True)
-    llm = Workspace.open(tmp_path / "toy", load_config(None, [f"cache_dir={tmp_path / 'c'}", "reranker.kind=llm-yes-no",
-                                                       f"reranker.model={tmp_path}"]), progress=False)
-    want = llm.expects(final_fusion_artifact(False))
-    assert want["reranker.zero_shot"] == f"llm-yes-no:{tmp_path}"
-    with pytest.raises(ArtifactMismatchError, match="reranker.zero_shot: made with 'bi-encoder'"):
-        verify(path, label="zs", skb=read_manifest(path).skb, expected=want, shipped=True)
+    name = final_fusion_artifact(False)
+
+    def expects(*overrides):
+        ws = Workspace.open(write_toy(tmp_path / "toy"), load_config(None, [f"cache_dir={tmp_path / 'c'}", *overrides]),
+                            progress=False)
+        return ws.expects(name)
+
+    assert "reranker.zero_shot" not in expects() and read_manifest(path).config["reranker.zero_shot"] == "bm25"
+    verify(path, label="zs", skb=read_manifest(path).skb, expected=expects(), shipped=True)
+    for overrides, want in ((["reranker.zero_shot=bi-encoder"], "bi-encoder"),
+                            (["reranker.kind=llm-yes-no", f"reranker.model={tmp_path}"], f"llm-yes-no:{tmp_path}")):
+        assert expects(*overrides)["reranker.zero_shot"] == want
+        with pytest.raises(ArtifactMismatchError, match="reranker.zero_shot: made with 'bm25'"):
+            verify(path, label="zs", skb=read_manifest(path).skb, expected=expects(*overrides), shipped=True)
 
 
 def test_every_shipped_artifact_has_a_manifest_that_holds():

@@ -19,17 +19,20 @@ def test_demo_runs_the_full_pipeline(capsys):
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6 and cells[1] == "62":
-            rows[cells[0]] = {"hit@1": float(cells[2]), "mrr": float(cells[5])}
-    # floors one query (1.6 points) under the measurement of the 62 test queries (session 13: the 15-section slice,
-    # pkg's settings tuned by cross-validation on its 300 validation queries): a regression of two queries in any
-    # stage, or the shipped plans no longer hitting (every query no_trade), fails here
+            rows[cells[0]] = {"hit@1": float(cells[2]), "hit@5": float(cells[3]), "mrr": float(cells[5])}
+    # floors one query (1.6 points) under the measurement of the 62 test queries (session 15: the 15-section slice,
+    # pkg's settings tuned by cross-validation on its 300 validation queries, the zero-shot one with BM25 over the
+    # pool, the trained one over grasp-zs): a regression of two queries in any stage, or the shipped plans no
+    # longer hitting (every query no_trade), fails here
     measured = {"bm25": (37.1, 49.7), "dense": (22.6, 34.1), "mfar": (58.1, 69.5), "graph": (45.2, 48.9),
-                "fused": (62.9, 72.8), "grasp-zs": (62.9, 72.8), "grasp": (67.7, 77.8)}
+                "fused": (62.9, 72.8), "grasp-zs": (67.7, 76.0), "grasp": (62.9, 74.9)}
     for method, (hit1, mrr) in measured.items():
         assert method in rows, method
         assert rows[method]["hit@1"] >= hit1 - 1.7 and rows[method]["mrr"] >= mrr - 1.7, (method, rows[method])
-    # what the demo shows a new user: the full pipeline ahead of BM25 and of each stage before the reranker
-    assert rows["grasp"]["hit@1"] > rows["fused"]["hit@1"] > rows["graph"]["hit@1"] > rows["bm25"]["hit@1"]
+    # what the demo shows a new user: Stage 3 ahead of fusion, fusion ahead of the graph alone and of BM25 (on these
+    # 62 queries the trained reranker over grasp-zs loses 3 of grasp-zs's rank-1 answers while lifting Hit@5: README)
+    assert rows["grasp-zs"]["hit@1"] > rows["fused"]["hit@1"] > rows["graph"]["hit@1"] > rows["bm25"]["hit@1"]
+    assert rows["grasp"]["hit@5"] > rows["grasp-zs"]["hit@5"]
     assert "answered by the most complete prepared method (grasp)" in out
     assert "plan " in out and "graph weight" in out
 
@@ -41,11 +44,13 @@ def test_demo_searcher_explains(capsys):
     assert searcher.method == "grasp"
     res = searcher.search("I remember Debian R Packages Maintainers packaging something about multidimensional analysis. What "
                           "is it?", k=5)  # a demo test query: its plan is shipped
-    assert list(res.explain["stages"]) == ["graph", "mfar", "fused", "reranker", "grasp"]
+    # the trained reranker stacks on the zero-shot one: both rerankers' rankings are kept, each under its own name
+    assert list(res.explain["stages"]) == ["graph", "mfar", "fused", "grasp-zs", "reranker:grasp-zs", "reranker", "grasp"]
     graph = res.explain["stages"]["graph"]
     assert graph["plan"] is not None and graph["cypher"].startswith("MATCH")
     assert res.traces["graph"].cypher == graph["cypher"]  # the typed trace and its JSON agree
-    assert all(set(h.stage_ranks) == {"graph", "mfar", "fused", "reranker", "final"} for h in res.hits)
+    assert all(set(h.stage_ranks) == {"graph", "mfar", "fused", "grasp-zs", "reranker:grasp-zs", "reranker", "final"}
+               for h in res.hits)
 
 
 def test_the_shipped_plan_caches_hit():
