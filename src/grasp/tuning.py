@@ -109,7 +109,9 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     upstream, rules, made_with = None, {}, {}
     for kind in kinds:
         rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source, zero_shot=kind)
-        upstream = upstream or ws.run(source, queries, rr.depth)
+        if upstream is None:  # one upstream run, shared by every reranker compared
+            upstream = ws.run(source, queries, rr.depth)
+        prefix = f"{kind}:" if len(kinds) > 1 else ""
         scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
         # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
         deepest = rr.depth
@@ -121,7 +123,6 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
                 rr.depth = depth
                 at_depth, _ = rr.from_upstream(queries, upstream, depth, progress=ws.progress)
             table = FusionTable.build(at_depth, upstream, queries, candidate_mask=ws.skb.candidate_mask)
-            prefix = f"{kind}:" if len(kinds) > 1 else ""
             for name, search in ((f"{prefix}static@{depth}", search_static),
                                  (f"{prefix}static-flat@{depth}", partial(search_static, flat=True))):
                 rules[name], made_with[name] = (table, search), (depth, kind)

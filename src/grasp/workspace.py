@@ -410,8 +410,10 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
         w, k = setting.w, setting.k
     source = upstream or (setting.upstream if setting is not None and trained else "fused")
-    zero_shot = zero_shot or zero_shot_reranker_id(cfg) or (setting.zero_shot if setting is not None else None)
-    reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot or ZERO_SHOT_RERANKERS[0])
+    # the one asked for, else the configured one, else (auto) the one the setting was tuned with (None: bi-encoder)
+    zero_shot = (zero_shot or zero_shot_reranker_id(cfg) or getattr(setting, "zero_shot", None)
+                 or ZERO_SHOT_RERANKERS[0])
+    reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot)
     return build_reranked(ws.retriever(source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",
                           w=w, k=k, depth=depth if depth is not None else rerank_depth(cfg, setting),
                           vectors_dir=ws.vectors_dir, progress=ws.progress)

@@ -83,12 +83,13 @@ class _Examples:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             gold = [[self.row_of[a] for a in self.queries[i].answer_ids if a in self.row_of] for i in batch]
+            gold_sets = [set(g) for g in gold]
             pos = [rng.choice(g) for g in gold]
             neg = [rng.choice(self.hard[self.queries[i].qid]) if self.hard[self.queries[i].qid]
                    else rng.randrange(self.n_rows) for i in batch]
             cand = np.array(pos + neg)
             lex = np.stack([self.lexical.at(i, cand).T for i in batch])  # (B, C, F)
-            mask = torch.tensor([[j != b and int(c) in set(gold[b]) for j, c in enumerate(cand)]
+            mask = torch.tensor([[j != b and int(c) in gold_sets[b] for j, c in enumerate(cand)]
                                  for b in range(len(batch))])
             yield batch, cand, torch.from_numpy(lex), mask
 
@@ -185,8 +186,6 @@ def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_d
                              {"params": weights.parameters(), "lr": cfg.lr}])
     max_length = getattr(index.encoder, "max_length", 256)
     dense_fields = [f for f, has in enumerate(index.has_dense) if has]
-    texts = {f: (lambda row, lay=index.layouts[f]: lay.document(index.skb, int(index.node_ids[row])))
-             for f in dense_fields}
     state = {"epoch": 0, "log": []}
     ckpt = out_dir / "encoder-checkpoint.pt"
     if ckpt.exists():
@@ -205,7 +204,7 @@ def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_d
             qv = embed(net, tokenizer, [examples.queries[i].text for i in batch], max_length)
             dense = torch.zeros(len(batch), len(cand), index.n_fields)
             for f in dense_fields:
-                docs = [texts[f](row) for row in cand.tolist()]
+                docs = [index.layouts[f].document(index.skb, int(index.node_ids[row])) for row in cand.tolist()]
                 filled = [j for j, t in enumerate(docs) if t]
                 if filled:
                     dv = embed(net, tokenizer, [docs[j] for j in filled], max_length)
