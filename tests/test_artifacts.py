@@ -44,6 +44,14 @@ def test_a_changed_artifact_or_configuration_is_refused(artifact):
         verify(artifact, label="fusion", skb=SKB, expected={}, shipped=False)
 
 
+def test_a_key_recorded_later_is_checked_as_what_older_artifacts_were_made_with(artifact):
+    """A manifest written before mFAR's encoder could be tuned lacks mfar.encoder: it was the base encoder, so a
+    configuration serving a tuned encoder must not load those weights over it; the base encoder still does."""
+    with pytest.raises(ArtifactMismatchError, match=r"mfar.encoder: made with 'base', this configuration has 'lora:ab"):
+        verify(artifact, label="mFAR weights", skb=SKB, expected={"mfar.encoder": "lora:ab12"}, shipped=False)
+    assert verify(artifact, label="mFAR weights", skb=SKB, expected={"mfar.encoder": "base"}, shipped=False)
+
+
 def test_warn_loads_what_can_load_and_never_what_cannot(artifact):
     with pytest.warns(UserWarning, match="encoder: made with 'e1'.*loaded anyway"):
         verify(artifact, label="fusion", skb=SKB, expected={"encoder": "e2"}, shipped=False, on_mismatch="warn",

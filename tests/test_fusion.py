@@ -192,3 +192,48 @@ def test_tune_fusion_and_fused_method_end_to_end(toy_dir, tmp_path, capsys):
         main([*base, "eval", "--skb", str(toy_dir), "--method", "fused", "--output-json", str(tmp_path / "f.json")])
     rep = json.loads((tmp_path / "f.json").read_text())
     assert rep["method"] == "fused" and rep["n"] == 4
+
+
+def test_bucketed_final_fusion_searches_each_bucket_and_serves_what_it_chose():
+    """The final fusion's bucketed rule: one static (w, k) per bucket of the upstream's graph candidates (0, 1-10,
+    >10, read from the graph run's traces, not from the fused runs); its in-sample Hit@1 is the best over every
+    per-bucket combination (brute force), and the served setting replays it."""
+    import itertools
+
+    from grasp.fuse.dynamic import GRAPH_SIZE_EDGES, bucket_names
+    from grasp.fuse.grid import search_bucketed
+    from grasp.rerank.retriever import RerankFusionSetting
+
+    assert [bucket_of(n, GRAPH_SIZE_EDGES) for n in (0, 1, 10, 11, 900)] == [0, 1, 1, 2, 2]
+    assert bucket_names(GRAPH_SIZE_EDGES) == ["0", "1-10", ">10"]
+    g, up, queries = random_runs(6, n_q=60)
+    for i, qid in enumerate(g):
+        if i % 3 == 0:
+            g[qid].trace.n_cand = 0  # the graph found nothing for a third of the queries
+    rng = np.random.default_rng(7)
+    scored = Run("reranker", {q: Ranking(q, rng.permutation(up[q].node_ids), np.linspace(1, 0, len(up[q])))
+                              for q in up})
+    table = FusionTable.build(scored, up, queries, signals=g, edges=GRAPH_SIZE_EDGES)
+    assert sorted(set(table.bucket.tolist())) == [0, 1, 2]
+    assert table.bucket.tolist() == [bucket_of(g[q].trace.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
+    ws, ks = (0.0, 0.3, 0.7, 1.0), (1, 20)
+    res = search_bucketed(table, 3, ws=ws, ks=ks)
+    assert res.mode == "bucketed" and res.n_settings == 8 ** 3
+    cells = list(itertools.product(ws, ks))
+    brute = max(evaluate_run(RerankFusionSetting(w=0.0, k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES),
+                                                 w_bucket=[c[0] for c in combo], k_bucket=[c[1] for c in combo])
+                             .fuse(scored, up, signals=g, name="grasp"), queries).means["hit@1"]
+                for combo in itertools.product(cells, repeat=3))
+    assert res.hit1 == pytest.approx(brute)
+    assert res.hit1 >= search_static(table, ws=ws, ks=ks).hit1 - 1e-12  # a static setting is one bucketed setting
+    served = RerankFusionSetting(w=0.0, k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES), **res.best)
+    fused = served.fuse(scored, up, signals=g, name="grasp")
+    assert evaluate_run(fused, queries).means["hit@1"] == pytest.approx(res.hit1)
+    assert res.hits(table).mean() == pytest.approx(res.hit1)
+    q0 = table.qids[0]  # a query without graph candidates: its fusion used bucket 0's (w, k), as its trace says
+    assert (fused[q0].trace.mode, fused[q0].trace.k) == ("bucketed", res.best["k_bucket"][0])
+    assert fused[q0].trace.weights["reranker"] == res.best["w_bucket"][0]
+    # without the graph run every query counts as "no graph candidate"; a bucket without queries trusts the upstream
+    empty = search_bucketed(table.subset(np.flatnonzero(table.bucket == 0)), 3, ws=ws, ks=ks)
+    assert empty.best["w_bucket"][1:] == [0.0, 0.0]
+    assert served.params(None) == (res.best["w_bucket"][0], res.best["k_bucket"][0])

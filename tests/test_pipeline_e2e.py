@@ -56,6 +56,9 @@ def test_grasp_needs_training_first(toy_dir, tmp_path):
     assert p.returncode == 2 and "run `grasp tune fusion" in p.stderr
 
 
+RULES = ("static", "static-flat", "bucketed", "bucketed-flat")  # the final fusion's selection rules
+
+
 def check_zero_shot_choice(base, skb, cache, capsys):
     """reranker.zero_shot=auto: the zero-shot final fusion was tuned with both zero-shot rerankers and records
     the one cross-validation chose (setting and manifest); the trained one, tuned over grasp-zs, records that
@@ -68,7 +71,7 @@ def check_zero_shot_choice(base, skb, cache, capsys):
     zs = json.loads(zs_path.read_text())
     assert zs["zero_shot"] in ("bi-encoder", "bm25") and zs["rule"].startswith(zs["zero_shot"] + ":")
     assert sorted(zs["cv"]) == sorted(f"{kind}:{rule}@{d}" for kind in ("bi-encoder", "bm25")
-                                      for rule in ("static", "static-flat") for d in (30, 100))
+                                      for rule in RULES for d in (30, 100))
     manifest = json.loads((ws / "rerank-fusion-zero-shot.json.manifest.json").read_text())
     assert manifest["config"]["reranker.zero_shot"] == zs["zero_shot"]
     trained = json.loads((ws / "rerank-fusion-trained.json.manifest.json").read_text())
@@ -81,8 +84,7 @@ def check_zero_shot_choice(base, skb, cache, capsys):
     assert f"reranker.zero_shot: made with '{zs['zero_shot']}'" in capsys.readouterr().err
     main([*base, "--set", f"reranker.zero_shot={other}", "tune", "rerank", *skb, "--zero-shot", "--split", "test"])
     retuned = json.loads(zs_path.read_text())
-    assert retuned["zero_shot"] == other and set(retuned["cv"]) == {"static@30", "static-flat@30", "static@100",
-                                                                     "static-flat@100"}
+    assert retuned["zero_shot"] == other and set(retuned["cv"]) == {f"{rule}@{d}" for rule in RULES for d in (30, 100)}
     with pytest.raises(SystemExit):
         main([*base, "eval", *skb, "--method", "grasp"])
     assert "grasp-zs.sha256: made with" in capsys.readouterr().err

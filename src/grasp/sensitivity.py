@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp.fuse.dynamic import BUCKET_NAMES, bucket_of, risk_index
+from grasp.fuse.dynamic import BUCKET_NAMES, bucket_names, bucket_of, risk_index
 from grasp.fuse.retriever import FusionSetting
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
@@ -102,6 +102,15 @@ def draw_final_fusion(setting: RerankFusionSetting, path: Path, *, title: str) -
     return share
 
 
+def bucket_line(setting: RerankFusionSetting) -> str:
+    """A bucketed final fusion's (w, k) per bucket of graph candidates, with its tuning queries."""
+    edges = setting.bucket_edges or []
+    counts = setting.bucket_n or [None] * (len(edges) + 1)
+    return "; ".join(f"{b} graph candidates: w {w:g}, k {k:g}" + (f" ({n} queries)" if n is not None else "")
+                     for b, w, k, n in zip(bucket_names(edges), setting.w_bucket or [], setting.k_bucket or [], counts,
+                                           strict=True)) + "."
+
+
 def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
     """Draw what can be drawn into ``out_dir``; returns markdown lines saying what each figure shows."""
     from grasp.workspace import RERANKER_ADAPTER
@@ -142,9 +151,13 @@ def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
         if setting is None or not setting.surface:
             lines.append(f"- final fusion ({label}): no (w, k) surface saved (`grasp tune rerank` writes it)")
             continue
+        static = "static " if setting.bucketed else ""
         share = draw_final_fusion(setting, out_dir / f"final-fusion-{label}.png",
-                                  title=f"{name}: final fusion ({label} reranker, depth {setting.depth})")
+                                  title=f"{name}: final fusion ({label} reranker, depth {setting.depth}), {static}RRF")
         lines.append(f"- `final-fusion-{label}.png`: w {setting.w:g}, k {setting.k:g} at depth {setting.depth} "
                      f"({setting.rule or 'best cell'}), validation Hit@1 {100 * (setting.val_hit1 or 0):.1f}; "
                      f"{100 * share:.0f}% of the (w, k) grid lies within one point of the best.")
+        if setting.bucketed:
+            lines[-1] = lines[-1].replace(f": w {setting.w:g}, k {setting.k:g}", ": the static surface (its best w "
+                                          f"{setting.w:g}, k {setting.k:g} starred)") + " Served: " + bucket_line(setting)
     return lines

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp.fuse.grid import FusionTable, choose, cross_validate, search_dynamic, search_static
+from grasp.fuse.dynamic import GRAPH_SIZE_EDGES
+from grasp.fuse.grid import (
+    FusionTable,
+    choose,
+    cross_validate,
+    search_bucketed,
+    search_dynamic,
+    search_static,
+)
 from grasp.fuse.retriever import FusionSetting
+from grasp.graph.retriever import GRAPH_STAGE
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.results import Query, Ranking, Run
 from grasp.workspace import Workspace, final_fusion_artifact, reranked_method, zero_shot_choices
@@ -97,20 +106,24 @@ def draw_heatmap(surface: np.ndarray, axes: dict, path: Path, *, title: str, yla
 
 
 def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int | None = None,
-                depths: tuple[int, ...] = RERANK_DEPTHS, n_folds: int = N_FOLDS) -> RerankFusionSetting:
-    """The final fusion: static RRF of the reranker's ranking with the upstream one. The reranked depth
-    (each of ``depths`` up to the configured one), the (w, k) rule (best cell or flattest region) and, zero-shot
-    under ``reranker.zero_shot=auto``, the reranker itself are chosen by cross-validation on the validation
-    queries, then (w, k) is fitted on all of them."""
+                depths: tuple[int, ...] = RERANK_DEPTHS, n_folds: int = N_FOLDS,
+                bucket_edges: tuple[int, ...] = GRAPH_SIZE_EDGES) -> RerankFusionSetting:
+    """The final fusion: RRF of the reranker's ranking with the upstream one. The reranked depth (each of
+    ``depths`` up to the configured one), the rule (static: best cell or flattest region; bucketed: one such
+    (w, k) per bucket of the upstream's graph candidates, cut at ``bucket_edges``) and, zero-shot under
+    ``reranker.zero_shot=auto``, the reranker itself are chosen by cross-validation on the validation
+    queries (ties: static before bucketed), then the rule is fitted on all of them."""
     queries = ws.queries(split=split, limit=limit)
     # the trained reranker stacks on the zero-shot one when that is tuned: every stage over the one before
     source = "grasp-zs" if trained and ws.artifact(final_fusion_artifact(False)) is not None else "fused"
     kinds: tuple[str | None, ...] = (None,) if trained else zero_shot_choices(ws.config.reranker)
-    upstream, rules, made_with = None, {}, {}
+    n_buckets = len(bucket_edges) + 1
+    upstream, signals, rules, made_with = None, None, {}, {}
     for kind in kinds:
         rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source, zero_shot=kind)
-        if upstream is None:  # one upstream run, shared by every reranker compared
-            upstream = ws.run(source, queries, rr.depth)
+        if upstream is None:  # one upstream run (with its graph stage's plan signals), shared by every reranker
+            stages = ws.retriever(source).batch_search_stages(queries, rr.depth, progress=ws.progress)
+            upstream, signals = stages[source], stages.get(GRAPH_STAGE)
         prefix = f"{kind}:" if len(kinds) > 1 else ""
         scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
         # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
@@ -122,21 +135,30 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
             else:  # scores that depend on the pool are made from the pool serving will rerank
                 rr.depth = depth
                 at_depth, _ = rr.from_upstream(queries, upstream, depth, progress=ws.progress)
-            table = FusionTable.build(at_depth, upstream, queries, candidate_mask=ws.skb.candidate_mask)
+            table = FusionTable.build(at_depth, upstream, queries, candidate_mask=ws.skb.candidate_mask,
+                                      signals=signals, edges=bucket_edges)
             for name, search in ((f"{prefix}static@{depth}", search_static),
-                                 (f"{prefix}static-flat@{depth}", partial(search_static, flat=True))):
+                                 (f"{prefix}static-flat@{depth}", partial(search_static, flat=True)),
+                                 (f"{prefix}bucketed@{depth}", partial(search_bucketed, n_buckets=n_buckets)),
+                                 (f"{prefix}bucketed-flat@{depth}",
+                                  partial(search_bucketed, n_buckets=n_buckets, flat=True))):
                 rules[name], made_with[name] = (table, search), (depth, kind)
+    rules = dict(sorted(rules.items(), key=lambda item: "bucketed" in item[0]))  # simpler rules first (ties)
     cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
     chosen = choose(cv["cv"])
     table, search = rules[chosen]
     best = search(table)
+    static = best if best.mode == "static" else search_static(table)  # the (w, k) surface at that depth
     depth, kind = made_with[chosen]
-    setting = RerankFusionSetting(w=best.best["w"], k=best.best["k"], depth=depth,
-                                  val_hit1=best.hit1, split=split, n=len(queries), within_1pt=best.within_1pt,
+    bucketed = {"bucket_edges": list(bucket_edges), "w_bucket": best.best["w_bucket"],
+                "k_bucket": best.best["k_bucket"],
+                "bucket_n": np.bincount(table.bucket, minlength=n_buckets).tolist()} if best.mode == "bucketed" else {}
+    setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=depth,
+                                  val_hit1=best.hit1, split=split, n=len(queries), within_1pt=static.within_1pt,
                                   trained=trained, rule=chosen, upstream=source, zero_shot=kind,
                                   cv={name: round(v, 4) for name, v in cv["cv"].items()},
-                                  argmax_right=cv["argmax_right"], surface=best.surface.round(4).tolist(),
-                                  axes=best.axes)
+                                  argmax_right=cv["argmax_right"], surface=static.surface.round(4).tolist(),
+                                  axes=static.axes, **bucketed)
     name = final_fusion_artifact(trained)
     check = {**ws.expects(name), **({"reranker.zero_shot": kind} if kind is not None else {})}
     ws.save_setting(setting, name, data={split: len(queries)}, context={"depth": setting.depth, "upstream": source},

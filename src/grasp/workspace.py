@@ -408,14 +408,14 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, k: 
         setting = ws.load_setting(RerankFusionSetting, name)
         if setting is None:
             raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
-        w, k = setting.w, setting.k
     source = upstream or (setting.upstream if setting is not None and trained else "fused")
     # the one asked for, else the configured one, else (auto) the one the setting was tuned with (None: bi-encoder)
     zero_shot = (zero_shot or zero_shot_reranker_id(cfg) or getattr(setting, "zero_shot", None)
                  or ZERO_SHOT_RERANKERS[0])
     reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot)
     return build_reranked(ws.retriever(source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",
-                          w=w, k=k, depth=depth if depth is not None else rerank_depth(cfg, setting),
+                          fusion=setting or RerankFusionSetting(w=float(w), k=float(k)),  # type: ignore[arg-type]
+                          depth=depth if depth is not None else rerank_depth(cfg, setting),
                           vectors_dir=ws.vectors_dir, progress=ws.progress)
 
 

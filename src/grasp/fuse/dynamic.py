@@ -1,5 +1,8 @@
 """The plan-conditioned graph weight of dynamic RRF:
-w_graph(q) = w_bucket[b(q)] * m_risk[r(q)], with b(q) the n_cand bucket and r(q) the risk level."""
+w_graph(q) = w_bucket[b(q)] * m_risk[r(q)], with b(q) the n_cand bucket and r(q) the risk level.
+
+The final fusion (Stage 3) conditions on the same signal with coarser buckets (:data:`GRAPH_SIZE_EDGES`):
+no graph candidate at all (the fused ranking is mFAR's alone), a few, or many."""
 
 from __future__ import annotations
 
@@ -10,14 +13,26 @@ from grasp.plan.model import RISK_LEVELS
 # n_cand buckets, in the paper's order: [1,10], [11,50], [51,100], [101,500], >500
 BUCKET_EDGES = (10, 50, 100, 500)
 BUCKET_NAMES = ("1-10", "11-50", "51-100", "101-500", ">500")
+# the final fusion's buckets of the upstream's graph candidates: 0, 1-10, >10
+GRAPH_SIZE_EDGES = (0, 10)
 
 
-def bucket_of(n_cand: int) -> int:
-    """Index of the n_cand bucket (a plan with no candidate falls in the first; its weight is moot)."""
-    for i, edge in enumerate(BUCKET_EDGES):
+def bucket_of(n_cand: int, edges: Sequence[int] = BUCKET_EDGES) -> int:
+    """Index of the n_cand bucket: the first whose upper edge n_cand does not pass (with the paper's
+    edges a plan with no candidate falls in the first; its weight is moot)."""
+    for i, edge in enumerate(edges):
         if n_cand <= edge:
             return i
-    return len(BUCKET_EDGES)
+    return len(edges)
+
+
+def bucket_names(edges: Sequence[int]) -> list[str]:
+    """Readable names of the buckets ``edges`` cut: (0, 10) -> ["0", "1-10", ">10"]."""
+    names, low = [], 0
+    for edge in edges:
+        names.append(str(edge) if edge == low else f"{low}-{edge}")
+        low = edge + 1
+    return [*names, f">{edges[-1]}"] if edges else ["all"]
 
 
 def risk_index(risk: str | None) -> int:

@@ -5,6 +5,8 @@ candidates with their graph and dense ranks, and which are gold), so no retrieva
 Static RRF: every (w, k) of the grid. Dynamic RRF: a query's Hit@1 depends on its weight only
 through its (n_cand bucket, risk level) cell, so hits are precomputed per cell for every distinct
 weight value, and every (k, w_bucket, m_risk) combination is then a sum of table lookups.
+Bucketed static RRF (the final fusion's plan-conditioned rule): one static (w, k) per bucket of the
+plan signal; the buckets' queries are disjoint, so each bucket's grid is searched on its own.
 Selection is by Hit@1 (ties: the first setting in grid order); the static grid can instead take the
 centre of the best 3x3 neighbourhood (a flat region rather than a sharp optimum), and
 :func:`cross_validate` estimates, by K folds of the validation queries, how each selection rule does
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grasp.fuse.dynamic import bucket_of, risk_index
+from grasp.fuse.dynamic import BUCKET_EDGES, bucket_of, risk_index
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
 from grasp.results import Query, Run
@@ -43,7 +45,12 @@ class FusionTable:
 
     @classmethod
     def build(cls, graph: Run, dense: Run, queries: Sequence[Query], *, candidate_mask: np.ndarray | None = None,
-              depth: int = 100, link_floor: float = 0.0) -> FusionTable:
+              depth: int = 100, link_floor: float = 0.0, signals: Run | None = None,
+              edges: Sequence[int] = BUCKET_EDGES) -> FusionTable:
+        """``graph`` and ``dense`` are the first and second runs fused; the plan signals (n_cand bucket by
+        ``edges``, risk level) come from ``signals``' graph rankings, by default the first run's (Stage 2;
+        the final fusion passes the upstream's graph stage)."""
+        signals = graph if signals is None else signals
         rows = []
         for q in queries:
             g = graph.get(q.qid)
@@ -53,7 +60,7 @@ class FusionTable:
             ids = sorted(set(rg) | set(rm))  # ascending id: argmax's first maximum = the tie-break of rankings
             if candidate_mask is not None:
                 ids = [i for i in ids if candidate_mask[i]]
-            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(g, link_floor)))
+            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(signals.get(q.qid), link_floor)))
         width = max([len(r[0]) for r in rows] + [1])
         n = len(rows)
         rank_g = np.full((n, width), np.inf)
@@ -68,15 +75,15 @@ class FusionTable:
             rank_m[i, :c] = [rm.get(x, np.inf) for x in ids]
             gold[i, :c] = [x in g_set for x in ids]
             valid[i, :c] = True
-            bucket[i] = bucket_of(n_cand)
+            bucket[i] = bucket_of(n_cand, edges)
             risk[i] = risk_index(r)
         return cls([q.qid for q in queries], rank_g, rank_m, gold, valid, bucket, risk)
 
-    def hits_at_1(self, w_graph: np.ndarray | float, w_dense: np.ndarray | float, k: float) -> np.ndarray:
-        """(Q,) bool: is the top fused candidate gold, for per-query (or global) weights."""
-        wg = np.broadcast_to(np.asarray(w_graph, dtype=np.float64), (len(self.qids),))[:, None]
-        wd = np.broadcast_to(np.asarray(w_dense, dtype=np.float64), (len(self.qids),))[:, None]
-        scores = wg / (k + self.rank_g) + wd / (k + self.rank_m)
+    def hits_at_1(self, w_graph: np.ndarray | float, w_dense: np.ndarray | float, k: np.ndarray | float) -> np.ndarray:
+        """(Q,) bool: is the top fused candidate gold, for per-query (or global) weights and RRF constants."""
+        wg, wd, kq = (np.broadcast_to(np.asarray(v, dtype=np.float64), (len(self.qids),))[:, None]
+                      for v in (w_graph, w_dense, k))
+        scores = wg / (kq + self.rank_g) + wd / (kq + self.rank_m)
         scores = np.where(self.valid, scores, -np.inf)
         top = np.argmax(scores, axis=1)
         has = self.valid.any(axis=1) & (np.take_along_axis(scores, top[:, None], 1)[:, 0] > 0)
@@ -94,7 +101,7 @@ class GridResult:
     best: dict
     hit1: float
     n_settings: int
-    within_1pt: int                        # settings within 0.01 Hit@1 of the best: how flat the optimum is
+    within_1pt: int                        # settings within 0.01 Hit@1 of the best: how flat the optimum is (0: not counted)
     surface: np.ndarray | None = None      # static: Hit@1 over (w, k)
     axes: dict = field(default_factory=dict)
 
@@ -102,6 +109,9 @@ class GridResult:
         """(Q,) bool: Hit@1 of the chosen setting on (other) queries."""
         if self.mode == "static":
             return table.hits_at_1(self.best["w"], 1.0 - self.best["w"], self.best["k"])
+        if self.mode == "bucketed":
+            w = np.asarray(self.best["w_bucket"])[table.bucket]
+            return table.hits_at_1(w, 1.0 - w, np.asarray(self.best["k_bucket"])[table.bucket])
         w_bucket = np.asarray(self.best["w_bucket"])
         m_risk = np.asarray([self.best["m_risk"][r] for r in RISK_LEVELS])
         return table.hits_at_1(w_bucket[table.bucket] * m_risk[table.risk], 1.0, self.best["k"])
@@ -123,6 +133,26 @@ def search_static(table: FusionTable, ws: Sequence[float] = STATIC_W, ks: Sequen
     top = float(surface.max())
     return GridResult("static", {"w": float(ws[i]), "k": float(ks[j])}, float(surface[i, j]), surface.size,
                       int((surface >= top - 0.01 - 1e-12).sum()), surface, {"w": list(ws), "k": list(ks)})
+
+
+def search_bucketed(table: FusionTable, n_buckets: int, ws: Sequence[float] = STATIC_W,
+                    ks: Sequence[float] = STATIC_K, *, flat: bool = False) -> GridResult:
+    """One static (w, k) per bucket of ``table.bucket`` (0..n_buckets-1), each searched on its own queries
+    (best cell, or with ``flat`` the best 3x3 neighbourhood); a bucket without queries gets w 0 (the second
+    ranking alone) at the grid's last k. The in-sample Hit@1 is the buckets' hits over every query."""
+    w_bucket, k_bucket, hits = [], [], 0.0
+    for b in range(n_buckets):
+        rows = np.flatnonzero(table.bucket == b)
+        if rows.size == 0:
+            w_bucket.append(0.0)
+            k_bucket.append(float(ks[-1]))
+            continue
+        part = search_static(table.subset(rows), ws, ks, flat=flat)
+        w_bucket.append(part.best["w"])
+        k_bucket.append(part.best["k"])
+        hits += part.hit1 * rows.size
+    return GridResult("bucketed", {"w_bucket": w_bucket, "k_bucket": k_bucket}, hits / max(len(table.qids), 1),
+                      (len(ws) * len(ks)) ** n_buckets, 0)
 
 
 def folds(n: int, n_folds: int, seed: int) -> list[np.ndarray]:

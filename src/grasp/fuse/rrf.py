@@ -3,6 +3,7 @@
 
 - static:  score(c) = w / (k + rank_g(c)) + (1 - w) / (k + rank_m(c))
 - dynamic: score(c) = w_graph(q) / (k + rank_g(c)) + 1 / (k + rank_m(c))
+- bucketed (the final fusion): static RRF with the (w, k) of the query's plan bucket
 
 A candidate missing from one ranking gets nothing from it (its rank there is infinite).
 Ranks are 1-based; ties in the fused score are broken by ascending node id. Stage 2 and the
@@ -42,15 +43,18 @@ def fuse_pair(first: Ranking | None, second: Ranking | None, w_first: float, w_s
     return Ranking.from_scores(qid, ids, scores, stage=stage, trace=trace)
 
 
-def rrf(first: Run, second: Run, weights: Callable[[str], tuple[float, float]], *, k: float, mode: str,
-        name: str, depth: int | None = None, top: int | None = None) -> Run:
-    """Fuse every query of the two runs with per-query weights ``weights(qid) -> (w_first, w_second)``;
-    each ranking keeps ``top`` results (all when None) and a :class:`FusionTrace`."""
+def rrf(first: Run, second: Run, weights: Callable[[str], tuple[float, float]], *,
+        k: float | Callable[[str], float], mode: str, name: str, depth: int | None = None,
+        top: int | None = None) -> Run:
+    """Fuse every query of the two runs with per-query weights ``weights(qid) -> (w_first, w_second)`` and
+    RRF constant ``k`` (one for all, or ``k(qid)``); each ranking keeps ``top`` results (all when None) and a
+    :class:`FusionTrace`."""
     out = Run(name)
     for qid in dict.fromkeys([*first, *second]):
         w1, w2 = weights(qid)
-        trace = FusionTrace(mode, k, {first.name: w1, second.name: w2})
-        fused = fuse_pair(first.get(qid), second.get(qid), w1, w2, k, qid=qid, stage=name, depth=depth, trace=trace)
+        kq = float(k(qid)) if callable(k) else k
+        trace = FusionTrace(mode, kq, {first.name: w1, second.name: w2})
+        fused = fuse_pair(first.get(qid), second.get(qid), w1, w2, kq, qid=qid, stage=name, depth=depth, trace=trace)
         out.add(fused if top is None else fused.top(top))
     return out
 

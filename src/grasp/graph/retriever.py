@@ -69,8 +69,11 @@ def lower_risk(risk: str | None) -> str:
     return RISK_LEVELS[max(RISK_LEVELS.index(risk) - 1, 0)] if risk in RISK_LEVELS else "no_trade"
 
 
+GRAPH_STAGE = "graph"  # the stage whose rankings carry the plan's signals (GraphTrace)
+
+
 class GraphRetriever(Retriever):
-    name = "graph"
+    name = GRAPH_STAGE
 
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
                  rescore: bool = True) -> None:

@@ -49,10 +49,10 @@ def rerank_depth(cfg: RerankerConfig, setting: RerankFusionSetting | None) -> in
     return setting.depth
 
 
-def build_reranked(upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *, name: str, w: float, k: float, depth: int, vectors_dir: Path,
-                   progress: bool = True) -> RerankedRetriever:
-    """Stage 3 over ``upstream``; a bi-encoder reranker reads its candidates' stored vectors (under
-    ``vectors_dir``) once `grasp index` built them."""
+def build_reranked(upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *, name: str,
+                   fusion: RerankFusionSetting, depth: int, vectors_dir: Path, progress: bool = True) -> RerankedRetriever:
+    """Stage 3 over ``upstream`` with the final fusion ``fusion``; a bi-encoder reranker reads its candidates'
+    stored vectors (under ``vectors_dir``) once `grasp index` built them."""
     vectors = (CandidateVectors(vectors_dir, serializer, reranker.document_encoder, progress=progress)
                if isinstance(reranker, VectorReranker) else None)
-    return RerankedRetriever(upstream, reranker, serializer, name=name, depth=depth, w=w, k=k, vectors=vectors)
+    return RerankedRetriever(upstream, reranker, serializer, name=name, depth=depth, fusion=fusion, vectors=vectors)

@@ -1,5 +1,7 @@
 """Stage 3 as a retriever: rerank the upstream top-``depth`` and fuse the reranker's ranking
-with the upstream one by static RRF (w, k tuned on validation; the paper's best w 0.5-0.65, k 2-5).
+with the upstream one by static RRF (w, k tuned on validation; the paper's best w 0.5-0.65, k 2-5),
+or by bucketed RRF: one (w, k) per bucket of the upstream's graph candidates (none, a few, many), the
+plan signal Stage 2's dynamic fusion reads, so the reranker can count for more where the graph found nothing.
 
 Its stages are named ``reranker`` (the reranker's own ranking of the pool, with a
 :class:`RerankTrace`) and the method's name (``grasp`` or ``grasp-zs``: the final fusion)."""
@@ -13,7 +15,9 @@ from typing import ClassVar
 
 from tqdm.auto import tqdm
 
-from grasp.fuse.rrf import static_rrf
+from grasp.fuse.dynamic import bucket_of
+from grasp.fuse.rrf import rrf, static_rrf
+from grasp.graph.retriever import GRAPH_STAGE, plan_signals
 from grasp.progress import announce
 from grasp.rerank.base import Reranker, VectorReranker
 from grasp.rerank.vectors import CandidateVectors
@@ -51,24 +55,52 @@ class RerankFusionSetting(Setting):
     zero_shot: str | None = None   # a zero-shot one: the reranker it was tuned with (made before it was recorded: bi-encoder)
     cv: dict = field(default_factory=dict)  # every rule's held-out Hit@1
     argmax_right: float | None = None       # share of folds where the in-sample best rule was best held out
-    surface: list = field(default_factory=list)  # Hit@1 over (w, k) at the chosen depth (grasp report's heatmap)
+    surface: list = field(default_factory=list)  # static Hit@1 over (w, k) at the chosen depth (grasp report's heatmap)
     axes: dict = field(default_factory=dict)
+    # bucketed rule: the buckets' upper edges of the upstream's graph n_cand (e.g. [0, 10]: 0, 1-10, >10) and
+    # each bucket's (w, k), which serving uses instead of (w, k) (then the static fit at the same depth)
+    bucket_edges: list[int] | None = None
+    w_bucket: list[float] | None = None
+    k_bucket: list[float] | None = None
+    bucket_n: list[int] | None = None   # the tuning queries in each bucket
 
     artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.workspace.final_fusion_artifact names each
+
+    @property
+    def bucketed(self) -> bool:
+        return self.bucket_edges is not None
+
+    def params(self, graph: Ranking | None) -> tuple[float, float]:
+        """(w, k) of the final fusion for one query, from its upstream graph ranking's plan signals."""
+        if not self.bucketed:
+            return self.w, self.k
+        b = bucket_of(plan_signals(graph)[0], self.bucket_edges)
+        return float(self.w_bucket[b]), float(self.k_bucket[b])  # type: ignore[index]
+
+    def fuse(self, scored: Run, upstream: Run, *, signals: Run | None = None, name: str,
+             top: int | None = None) -> Run:
+        """The reranker's run fused with the upstream one; ``signals``: the upstream's graph stage (bucketed)."""
+        if not self.bucketed:
+            return static_rrf(scored, upstream, w=self.w, k=self.k, name=name, top=top)
+        params = {qid: self.params(signals.get(qid) if signals is not None else None)
+                  for qid in dict.fromkeys([*scored, *upstream])}
+        return rrf(scored, upstream, lambda qid: (params[qid][0], 1.0 - params[qid][0]), k=lambda qid: params[qid][1],
+                   mode="bucketed", name=name, top=top)
 
 
 class RerankedRetriever(Retriever):
     def __init__(self, upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *,
                  name: str, depth: int = 100, w: float = 0.5, k: float = 2.0,
-                 vectors: CandidateVectors | None = None) -> None:
-        """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``vectors``: the stored
-        candidate vectors of a bi-encoder reranker, used once built (``grasp index``), else
-        candidates are serialized and encoded per query."""
+                 fusion: RerankFusionSetting | None = None, vectors: CandidateVectors | None = None) -> None:
+        """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``fusion``: the final fusion
+        (default: static RRF at ``w``, ``k``); ``vectors``: the stored candidate vectors of a bi-encoder
+        reranker, used once built (``grasp index``), else candidates are serialized and encoded per query."""
         if vectors is not None and not isinstance(reranker, VectorReranker):
             raise ValueError(f"stored vectors need a bi-encoder reranker, not {reranker.name}")
         self.name = name
         self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
-        self.depth, self.w, self.k = depth, w, k
+        self.depth = depth
+        self.fusion = fusion if fusion is not None else RerankFusionSetting(w=w, k=k)
         self.vectors = vectors
 
     def children(self) -> list[Retriever]:
@@ -99,13 +131,15 @@ class RerankedRetriever(Retriever):
         stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
         if RERANKER_STAGE in stages:  # an upstream reranker (the zero-shot one under the trained one) keeps its run
             stages[f"{RERANKER_STAGE}:{self.upstream.name}"] = stages.pop(RERANKER_STAGE)
-        scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress)
+        scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress,
+                                         signals=stages.get(GRAPH_STAGE))
         return {**stages, RERANKER_STAGE: scored, self.name: out}
 
-    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100, *,
-                      progress: bool = False) -> tuple[Run, Run]:
-        """(the reranker's own ranking, the final fused one) over an upstream run already made; ``progress``
-        shows a bar per query (an LLM reranker reading serialized candidates takes seconds a query)."""
+    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100, *, progress: bool = False,
+                      signals: Run | None = None) -> tuple[Run, Run]:
+        """(the reranker's own ranking, the final fused one) over an upstream run already made; ``signals``:
+        the upstream's graph stage, whose plan signals a bucketed final fusion reads; ``progress`` shows a bar
+        per query (an LLM reranker reading serialized candidates takes seconds a query)."""
         t0 = time.perf_counter()
         announce("reranking", f"reranking the top {self.depth} with the {self.reranker.name} reranker"
                  + (" (stored vectors)" if self.uses_stored_vectors else ""))
@@ -114,7 +148,7 @@ class RerankedRetriever(Retriever):
             scored.add(self.rerank(q, up.get(q.qid) or Ranking(q.qid, [], [])))
         scored.seconds = time.perf_counter() - t0
         upstream = Run(up.name, {q.qid: up[q.qid] for q in queries if q.qid in up})
-        out = static_rrf(scored, upstream, w=self.w, k=self.k, name=self.name, top=k)
+        out = self.fusion.fuse(scored, upstream, signals=signals, name=self.name, top=k)
         out.seconds = 0.0  # the final fusion is negligible beside the reranker; its time is in "reranker"
         return scored, out
 
