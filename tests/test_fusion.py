@@ -218,7 +218,7 @@ def test_bucketed_final_fusion_searches_each_bucket_and_serves_what_it_chose():
     assert table.bucket.tolist() == [bucket_of(g[q].trace.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
     ws, ks = (0.0, 0.3, 0.7, 1.0), (1, 20)
     res = search_bucketed(table, 3, ws=ws, ks=ks)
-    assert res.mode == "bucketed" and res.n_settings == 8 ** 3
+    assert res.mode == "bucketed" and res.n_settings == 8 * 3
     cells = list(itertools.product(ws, ks))
     brute = max(evaluate_run(RerankFusionSetting(w=0.0, k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES),
                                                  w_bucket=[c[0] for c in combo], k_bucket=[c[1] for c in combo])
@@ -233,7 +233,13 @@ def test_bucketed_final_fusion_searches_each_bucket_and_serves_what_it_chose():
     q0 = table.qids[0]  # a query without graph candidates: its fusion used bucket 0's (w, k), as its trace says
     assert (fused[q0].trace.mode, fused[q0].trace.k) == ("bucketed", res.best["k_bucket"][0])
     assert fused[q0].trace.weights["reranker"] == res.best["w_bucket"][0]
-    # without the graph run every query counts as "no graph candidate"; a bucket without queries trusts the upstream
-    empty = search_bucketed(table.subset(np.flatnonzero(table.bucket == 0)), 3, ws=ws, ks=ks)
-    assert empty.best["w_bucket"][1:] == [0.0, 0.0]
+    # a query without a graph ranking has no graph candidate; a fusion without the graph run at all is refused
     assert served.params(None) == (res.best["w_bucket"][0], res.best["k_bucket"][0])
+    with pytest.raises(ValueError, match="reads the upstream's graph stage"):
+        served.fuse(scored, up, name="grasp")
+    # a bucket without tuning queries gets the static fit over all of them
+    only = table.subset(np.flatnonzero(table.bucket == 0))
+    pooled = search_static(only, ws=ws, ks=ks).best
+    assert search_bucketed(only, 3, ws=ws, ks=ks).best["w_bucket"][1:] == [pooled["w"], pooled["w"]]
+    with pytest.raises(ValueError, match="needs 3 w_bucket and k_bucket values"):
+        RerankFusionSetting(w=0.0, k=1.0, bucket_edges=[0, 10], w_bucket=[0.1], k_bucket=[1.0])

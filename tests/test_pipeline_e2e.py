@@ -42,7 +42,7 @@ def test_all_stages(toy_dir, tmp_path, capsys):
     assert "+ trained reranker (GRASP)" in md and "graph only (Stage 1)" in md
     assert (tmp_path / "report" / "ablation.png").stat().st_size > 1000
     # the sensitivity figures: final-fusion surfaces (both tuned above), the training curve (validated at its end)
-    assert "## Sensitivity" in md and "of the (w, k) grid lies within one point of the best" in md
+    assert "## Sensitivity" in md and "of the static (w, k) grid lies within one point of its best" in md
     for png in ("final-fusion-trained.png", "final-fusion-zero-shot.png", "reranker-training.png"):
         assert (tmp_path / "report" / png).stat().st_size > 1000, png
 

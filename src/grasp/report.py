@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grasp.errors import GraspError
 from grasp.eval.report import EvalReport, evaluate_run, markdown_table
+from grasp.graph.retriever import GRAPH_STAGE
 from grasp.workspace import Workspace
 
 STAGES = [
@@ -33,8 +34,9 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     full = next((m for m in ("grasp", "grasp-zs", "fused") if ready[m] is None), None)
     if full is not None:
         runs.update(ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress))
-        if full == "grasp" and ready["grasp-zs"] is None:
-            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k, progress=ws.progress)[1]
+        if full == "grasp" and ready["grasp-zs"] is None and "grasp-zs" not in runs:  # grasp over fused
+            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k, progress=ws.progress,
+                                                                      signals=runs.get(GRAPH_STAGE))[1]
     reports, skipped = [], []
     for method, label in STAGES:
         if method not in runs:

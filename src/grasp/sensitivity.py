@@ -154,10 +154,10 @@ def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
         static = "static " if setting.bucketed else ""
         share = draw_final_fusion(setting, out_dir / f"final-fusion-{label}.png",
                                   title=f"{name}: final fusion ({label} reranker, depth {setting.depth}), {static}RRF")
-        lines.append(f"- `final-fusion-{label}.png`: w {setting.w:g}, k {setting.k:g} at depth {setting.depth} "
+        chosen = (f"the static surface (its best w {setting.w:g}, k {setting.k:g} starred)" if setting.bucketed
+                  else f"w {setting.w:g}, k {setting.k:g}")
+        lines.append(f"- `final-fusion-{label}.png`: {chosen} at depth {setting.depth} "
                      f"({setting.rule or 'best cell'}), validation Hit@1 {100 * (setting.val_hit1 or 0):.1f}; "
-                     f"{100 * share:.0f}% of the (w, k) grid lies within one point of the best.")
-        if setting.bucketed:
-            lines[-1] = lines[-1].replace(f": w {setting.w:g}, k {setting.k:g}", ": the static surface (its best w "
-                                          f"{setting.w:g}, k {setting.k:g} starred)") + " Served: " + bucket_line(setting)
+                     f"{100 * share:.0f}% of the static (w, k) grid lies within one point of its best."
+                     + (f" Served: {bucket_line(setting)}" if setting.bucketed else ""))
     return lines

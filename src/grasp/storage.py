@@ -146,5 +146,5 @@ class Setting:
                 raise FormatError(f"unknown field of a {cls.__name__}", file=path, field=name)
         try:
             return cls(**data)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise FormatError(f"not a {cls.__name__} ({e})", file=path) from None

@@ -123,7 +123,7 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
         rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source, zero_shot=kind)
         if upstream is None:  # one upstream run (with its graph stage's plan signals), shared by every reranker
             stages = ws.retriever(source).batch_search_stages(queries, rr.depth, progress=ws.progress)
-            upstream, signals = stages[source], stages.get(GRAPH_STAGE)
+            upstream, signals = stages[source], stages[GRAPH_STAGE]
         prefix = f"{kind}:" if len(kinds) > 1 else ""
         scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
         # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then

@@ -122,7 +122,9 @@ def tune_fusion_cmd(ctx, skb_dir, stark_dataset, split, dense_method, limit, hea
 @click.option("--limit", type=click.IntRange(min=1))
 @click.pass_context
 def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
-    """Choose the final fusion (w, k) of reranker and fused rankings on validation Hit@1."""
+    """Choose the final fusion of the reranker's and the upstream rankings on validation: reranked depth, static or
+    bucketed (w, k) (one per bucket of graph candidates) and, zero-shot under reranker.zero_shot=auto, the reranker,
+    by cross-validated Hit@1."""
     from grasp.tuning import tune_rerank
 
     ws = workspace(ctx, skb_dir, stark_dataset)

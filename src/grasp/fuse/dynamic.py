@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
+from grasp.results import Ranking
 
 # n_cand buckets, in the paper's order: [1,10], [11,50], [51,100], [101,500], >500
 BUCKET_EDGES = (10, 50, 100, 500)
@@ -24,6 +26,13 @@ def bucket_of(n_cand: int, edges: Sequence[int] = BUCKET_EDGES) -> int:
         if n_cand <= edge:
             return i
     return len(edges)
+
+
+def plan_bucket(graph: Ranking | None, edges: Sequence[int] = BUCKET_EDGES, link_floor: float = 0.0) -> tuple[int, str | None]:
+    """(n_cand bucket, risk level) of a query from its graph ranking's plan signals: what tuning tables and
+    served fusions both read (no graph ranking: no candidate, no_trade)."""
+    n_cand, risk = plan_signals(graph, link_floor)
+    return bucket_of(n_cand, edges), risk
 
 
 def bucket_names(edges: Sequence[int]) -> list[str]:

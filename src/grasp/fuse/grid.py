@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grasp.fuse.dynamic import BUCKET_EDGES, bucket_of, risk_index
-from grasp.graph.retriever import plan_signals
+from grasp.fuse.dynamic import BUCKET_EDGES, plan_bucket, risk_index
 from grasp.plan.model import RISK_LEVELS
 from grasp.results import Query, Run
 
@@ -60,7 +59,7 @@ class FusionTable:
             ids = sorted(set(rg) | set(rm))  # ascending id: argmax's first maximum = the tie-break of rankings
             if candidate_mask is not None:
                 ids = [i for i in ids if candidate_mask[i]]
-            rows.append((ids, rg, rm, set(q.answer_ids), *plan_signals(signals.get(q.qid), link_floor)))
+            rows.append((ids, rg, rm, set(q.answer_ids), *plan_bucket(signals.get(q.qid), edges, link_floor)))
         width = max([len(r[0]) for r in rows] + [1])
         n = len(rows)
         rank_g = np.full((n, width), np.inf)
@@ -69,13 +68,13 @@ class FusionTable:
         valid = np.zeros((n, width), dtype=bool)
         bucket = np.zeros(n, dtype=np.int64)
         risk = np.zeros(n, dtype=np.int64)
-        for i, (ids, rg, rm, g_set, n_cand, r) in enumerate(rows):
+        for i, (ids, rg, rm, g_set, b, r) in enumerate(rows):
             c = len(ids)
             rank_g[i, :c] = [rg.get(x, np.inf) for x in ids]
             rank_m[i, :c] = [rm.get(x, np.inf) for x in ids]
             gold[i, :c] = [x in g_set for x in ids]
             valid[i, :c] = True
-            bucket[i] = bucket_of(n_cand, edges)
+            bucket[i] = b
             risk[i] = risk_index(r)
         return cls([q.qid for q in queries], rank_g, rank_m, gold, valid, bucket, risk)
 
@@ -100,7 +99,7 @@ class GridResult:
     mode: str
     best: dict
     hit1: float
-    n_settings: int
+    n_settings: int                        # settings searched (bucketed: each bucket's grid, added up)
     within_1pt: int                        # settings within 0.01 Hit@1 of the best: how flat the optimum is (0: not counted)
     surface: np.ndarray | None = None      # static: Hit@1 over (w, k)
     axes: dict = field(default_factory=dict)
@@ -138,21 +137,23 @@ def search_static(table: FusionTable, ws: Sequence[float] = STATIC_W, ks: Sequen
 def search_bucketed(table: FusionTable, n_buckets: int, ws: Sequence[float] = STATIC_W,
                     ks: Sequence[float] = STATIC_K, *, flat: bool = False) -> GridResult:
     """One static (w, k) per bucket of ``table.bucket`` (0..n_buckets-1), each searched on its own queries
-    (best cell, or with ``flat`` the best 3x3 neighbourhood); a bucket without queries gets w 0 (the second
-    ranking alone) at the grid's last k. The in-sample Hit@1 is the buckets' hits over every query."""
+    (best cell, or with ``flat`` the best 3x3 neighbourhood); a bucket without queries gets the static (w, k)
+    fitted on every query. The in-sample Hit@1 is the buckets' hits over every query."""
     w_bucket, k_bucket, hits = [], [], 0.0
+    pooled = None
     for b in range(n_buckets):
         rows = np.flatnonzero(table.bucket == b)
         if rows.size == 0:
-            w_bucket.append(0.0)
-            k_bucket.append(float(ks[-1]))
+            pooled = pooled or search_static(table, ws, ks, flat=flat)
+            w_bucket.append(pooled.best["w"])
+            k_bucket.append(pooled.best["k"])
             continue
         part = search_static(table.subset(rows), ws, ks, flat=flat)
         w_bucket.append(part.best["w"])
         k_bucket.append(part.best["k"])
         hits += part.hit1 * rows.size
     return GridResult("bucketed", {"w_bucket": w_bucket, "k_bucket": k_bucket}, hits / max(len(table.qids), 1),
-                      (len(ws) * len(ks)) ** n_buckets, 0)
+                      len(ws) * len(ks) * n_buckets, 0)
 
 
 def folds(n: int, n_folds: int, seed: int) -> list[np.ndarray]:

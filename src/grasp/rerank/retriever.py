@@ -15,9 +15,9 @@ from typing import ClassVar
 
 from tqdm.auto import tqdm
 
-from grasp.fuse.dynamic import bucket_of
+from grasp.fuse.dynamic import plan_bucket
 from grasp.fuse.rrf import rrf, static_rrf
-from grasp.graph.retriever import GRAPH_STAGE, plan_signals
+from grasp.graph.retriever import GRAPH_STAGE
 from grasp.progress import announce
 from grasp.rerank.base import Reranker, VectorReranker
 from grasp.rerank.vectors import CandidateVectors
@@ -66,15 +66,23 @@ class RerankFusionSetting(Setting):
 
     artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.workspace.final_fusion_artifact names each
 
+    def __post_init__(self) -> None:
+        if self.bucket_edges is not None:
+            n = len(self.bucket_edges) + 1
+            if len(self.w_bucket or []) != n or len(self.k_bucket or []) != n:
+                raise ValueError(f"a bucketed final fusion needs {n} w_bucket and k_bucket values "
+                                 f"(one per bucket of bucket_edges {self.bucket_edges})")
+
     @property
     def bucketed(self) -> bool:
         return self.bucket_edges is not None
 
     def params(self, graph: Ranking | None) -> tuple[float, float]:
-        """(w, k) of the final fusion for one query, from its upstream graph ranking's plan signals."""
+        """(w, k) of the final fusion for one query, from its upstream graph ranking's plan signals (a query
+        without a graph ranking has no graph candidate)."""
         if not self.bucketed:
             return self.w, self.k
-        b = bucket_of(plan_signals(graph)[0], self.bucket_edges)
+        b, _ = plan_bucket(graph, self.bucket_edges)  # type: ignore[arg-type]
         return float(self.w_bucket[b]), float(self.k_bucket[b])  # type: ignore[index]
 
     def fuse(self, scored: Run, upstream: Run, *, signals: Run | None = None, name: str,
@@ -82,8 +90,10 @@ class RerankFusionSetting(Setting):
         """The reranker's run fused with the upstream one; ``signals``: the upstream's graph stage (bucketed)."""
         if not self.bucketed:
             return static_rrf(scored, upstream, w=self.w, k=self.k, name=name, top=top)
-        params = {qid: self.params(signals.get(qid) if signals is not None else None)
-                  for qid in dict.fromkeys([*scored, *upstream])}
+        if signals is None:  # every query would silently take the no-graph-candidate bucket's weights
+            raise ValueError(f"the {self.rule or 'bucketed'} final fusion reads the upstream's graph stage: "
+                             f"{upstream.name} has none")
+        params = {qid: self.params(signals.get(qid)) for qid in dict.fromkeys([*scored, *upstream])}
         return rrf(scored, upstream, lambda qid: (params[qid][0], 1.0 - params[qid][0]), k=lambda qid: params[qid][1],
                    mode="bucketed", name=name, top=top)
 
