@@ -65,12 +65,13 @@ def check_zero_shot_choice(base, skb, cache, capsys):
     setting's checksum, so retuning grasp-zs with the other reranker makes it stale, and a configuration naming
     a reranker the setting was not tuned with does not load it."""
     from grasp.artifacts import checksum
+    from grasp.workspace import ZERO_SHOT_RERANKERS
 
     (ws,) = (cache / "skb").iterdir()
     zs_path = ws / "rerank-fusion-zero-shot.json"
     zs = json.loads(zs_path.read_text())
-    assert zs["zero_shot"] in ("bi-encoder", "bm25") and zs["rule"].startswith(zs["zero_shot"] + ":")
-    assert sorted(zs["cv"]) == sorted(f"{kind}:{rule}@{d}" for kind in ("bi-encoder", "bm25")
+    assert zs["zero_shot"] in ZERO_SHOT_RERANKERS and zs["rule"].startswith(zs["zero_shot"] + ":")
+    assert sorted(zs["cv"]) == sorted(f"{kind}:{rule}@{d}" for kind in ("bi-encoder", "bm25", "hybrid")
                                       for rule in RULES for d in (30, 100))
     manifest = json.loads((ws / "rerank-fusion-zero-shot.json.manifest.json").read_text())
     assert manifest["config"]["reranker.zero_shot"] == zs["zero_shot"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from grasp.config import GraspConfig, RerankerConfig
@@ -233,3 +234,26 @@ def test_lexical_zero_shot_reranker_is_bm25_over_the_pool():
     tf = lambda length: 2.2 / (1 + k1 * (1 - b + b * length / avg))  # noqa: E731
     assert s[0] == pytest.approx((idf_sodium + idf_channel) * tf(2))
     assert s[1] == pytest.approx(idf_sodium * tf(1)) and s[2] == 0.0
+
+
+def test_hybrid_zero_shot_reranker_adds_standardised_scores(minilm):
+    """The hybrid: each reranker's scores standardised over the pool and added; a pool whose scores all tie adds
+    nothing for that reranker; what build_reranker makes for reranker.zero_shot=hybrid."""
+    from grasp.config import BM25Config, RerankerConfig
+    from grasp.rerank.build import build_reranker
+    from grasp.rerank.hybrid import HybridReranker, standardise
+    from grasp.rerank.lexical import LexicalReranker
+
+    docs = ["voltage-gated sodium channel subunit", "sodium", "kinase of the cell cycle", "potassium transporter"]
+    bi, lexical = BiEncoderReranker(minilm), LexicalReranker(BM25Config(stopwords=None, stemmer=None))
+    hybrid = HybridReranker([bi, lexical])
+    s = hybrid.score("sodium channel", docs)
+    expected = standardise(bi.score("sodium channel", docs)) + standardise(lexical.score("sodium channel", docs))
+    np.testing.assert_allclose(s, expected, rtol=1e-6)
+    assert np.argmax(s) == 0 and s.sum() == pytest.approx(0.0, abs=1e-9) and hybrid.pool_dependent
+    assert standardise(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
+    assert standardise(np.array([1.0, 3.0])).tolist() == [-1.0, 1.0]
+    built = build_reranker(RerankerConfig(zero_shot="hybrid"), minilm, None, BM25Config())
+    assert isinstance(built, HybridReranker) and [r.name for r in built.rerankers] == ["bi-encoder", "bm25"]
+    with pytest.raises(ValueError, match="two or more"):
+        HybridReranker([bi])

@@ -163,9 +163,10 @@ class RerankerConfig(_Section):
         "together, a linear head on the mean token state), LoRA on the zero-shot bi-encoder's encoder, or the "
         "paper's causal-LM yes/no reranker (score P(yes); also used zero-shot, untrained, by grasp-zs); the trained "
         "adapter records its kind")
-    zero_shot: Literal["auto", "bm25", "bi-encoder"] = Field(
+    zero_shot: Literal["auto", "bm25", "bi-encoder", "hybrid"] = Field(
         "auto", description="the untrained reranker of grasp-zs (kind llm-yes-no: that LLM instead): the MiniLM "
-        "bi-encoder's cosine, BM25 of the query against the serialized candidate (frequencies over the pool), or "
+        "bi-encoder's cosine, BM25 of the query against the serialized candidate (frequencies over the pool), "
+        "hybrid (the two standardised over the pool and added), or "
         "auto: `grasp tune rerank --zero-shot` tunes the final fusion with each and keeps the one "
         "cross-validation prefers (recorded in the setting, which serving reads)")
     model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint; for "

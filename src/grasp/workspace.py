@@ -39,7 +39,7 @@ RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapte
 FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
 
 
-ZERO_SHOT_RERANKERS = ("bi-encoder", "bm25")  # what reranker.zero_shot=auto chooses between on validation
+ZERO_SHOT_RERANKERS = ("bi-encoder", "bm25", "hybrid")  # what reranker.zero_shot=auto chooses between on validation
 
 
 def zero_shot_reranker_id(cfg) -> str | None:

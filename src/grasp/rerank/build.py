@@ -25,18 +25,21 @@ def build_serializer(cfg: RerankerConfig, skb: SKB, layout: DocumentLayout) -> C
 def build_reranker(cfg: RerankerConfig, encoder: Encoder, adapter: Path | None, bm25: BM25Config | None = None, *,
                    zero_shot: str | None = None) -> Reranker:
     """The zero-shot reranker (no adapter): ``zero_shot`` (default ``cfg.zero_shot``; ``auto`` means the
-    bi-encoder here, as its setting is not read), BM25 over the pool (with ``bm25``'s tokenizer and parameters)
-    or the bi-encoder over ``encoder``; for ``reranker.kind=llm-yes-no`` the causal LM ``cfg.model`` untrained
+    bi-encoder here, as its setting is not read), BM25 over the pool (with ``bm25``'s tokenizer and parameters),
+    the bi-encoder over ``encoder``, or their hybrid (both standardised over the pool, added); for ``reranker.kind=llm-yes-no`` the causal LM ``cfg.model`` untrained
     (it answers yes/no as it is); else the reranker a trained adapter belongs to."""
     if adapter is None and cfg.kind == "llm-yes-no":
         from grasp.rerank.llm_yes_no import LLMYesNoReranker
 
         return LLMYesNoReranker(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length,
                                 precision=cfg.precision)
-    if adapter is None and (zero_shot or cfg.zero_shot) == "bm25":
+    zero_shot = zero_shot or cfg.zero_shot
+    if adapter is None and zero_shot in ("bm25", "hybrid"):
+        from grasp.rerank.hybrid import HybridReranker
         from grasp.rerank.lexical import LexicalReranker
 
-        return LexicalReranker(bm25)
+        lexical = LexicalReranker(bm25)
+        return lexical if zero_shot == "bm25" else HybridReranker([BiEncoderReranker(encoder), lexical])
     if adapter is None:
         return BiEncoderReranker(encoder)
     return load_trained_reranker(cfg.model, adapter, max_length=cfg.max_length, precision=cfg.precision)
