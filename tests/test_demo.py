@@ -66,7 +66,7 @@ def test_the_shipped_plan_caches_hit():
     expected = [(DEMO_SKB, "nested", {"test": 62})]
     if (SHARED / "data" / "skb").exists():
         expected += [(SHARED / "data" / "skb" / "bio", "nested", {"train": 900, "val": 300, "test": 300}),
-                     (SHARED / "data" / "skb" / "pkg", "nested", {"train": 482, "val": 300, "test": 300}),
+                     (SHARED / "data" / "skb" / "pkg", "nested", {"train": 900, "val": 300, "test": 300}),
                      (SHARED / "data" / "skb" / "pkg", "flat", {"val": 100, "test": 300})]
     for path, plan_format, splits in expected:
         ws = Workspace.open(path, load_config(None, ["planner.kind=cache", f"planner.format={plan_format}"]), progress=False)
