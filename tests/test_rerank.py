@@ -220,6 +220,37 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
         vectors.of(np.array([int(n) for n in range(ws.skb.num_nodes) if not ws.skb.candidate_mask[n]][:1]))
 
 
+def test_hybrid_reads_the_stored_vectors_of_its_bi_encoder_part(ws, minilm, tmp_path):
+    """The hybrid's bi-encoder part scores from the stored candidate vectors once built (the store the zero-shot
+    bi-encoder alone uses), BM25 still from the serialized pool: same scores as encoding each pool."""
+    from grasp.config import BM25Config, RerankerConfig
+    from grasp.rerank.build import build_reranked, build_reranker
+    from grasp.rerank.retriever import RerankFusionSetting
+
+    queries = read_queries(ws.default_queries_path())
+    serializer = CandidateSerializer(ws.skb, ws.layout)
+    hybrid = build_reranker(RerankerConfig(zero_shot="hybrid"), minilm, None, BM25Config())
+    assert hybrid.vector_part is hybrid.rerankers[0] and hybrid.rerankers[1].vector_part is None
+    live = RerankedRetriever(ws.retriever("bm25"), hybrid, serializer, name="grasp-zs", depth=10)
+    stored = build_reranked(ws.retriever("bm25"), hybrid, serializer, name="grasp-zs", depth=10,
+                            fusion=RerankFusionSetting(w=0.5, k=2), vectors_dir=tmp_path / "vec", progress=False)
+    assert not stored.uses_stored_vectors
+    stored.prepare()
+    assert stored.uses_stored_vectors
+    alone = build_reranked(ws.retriever("bm25"), BiEncoderReranker(minilm), serializer, name="grasp-zs", depth=10,
+                           fusion=RerankFusionSetting(w=0.5, k=2), vectors_dir=tmp_path / "vec", progress=False)
+    assert alone.uses_stored_vectors  # one store for the bi-encoder alone and inside the hybrid
+    up = ws.run("bm25", queries, 10)
+    for q in queries:
+        a, b = live.rerank(q, up[q.qid]), stored.rerank(q, up[q.qid])
+        assert b.trace.stored_vectors and not a.trace.stored_vectors
+        assert a.node_ids.tolist() == b.node_ids.tolist()
+        np.testing.assert_allclose(a.scores, b.scores, rtol=0, atol=1e-4)
+    with pytest.raises(ValueError, match="bi-encoder part"):
+        RerankedRetriever(ws.retriever("bm25"), hybrid.rerankers[1], serializer, name="grasp-zs",
+                          vectors=stored.vectors)
+
+
 def test_lexical_zero_shot_reranker_is_bm25_over_the_pool():
     """BM25 with document frequencies counted over the pool: values a hand computation gives."""
     import math

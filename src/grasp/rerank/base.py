@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -16,6 +16,17 @@ class Reranker(ABC):
     @abstractmethod
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """Relevance of each document to the query (higher is better)."""
+
+    @property
+    def vector_part(self) -> VectorReranker | None:
+        """The part of this reranker whose candidate vectors can be stored (a bi-encoder's), else None."""
+        return None
+
+    def score_pool(self, query: str, documents: Callable[[], Sequence[str]],
+                   vectors: np.ndarray | None = None) -> np.ndarray:
+        """Scores of a pool: ``documents`` returns its serialized candidates (called only when a text is read);
+        ``vectors``: the pool's stored vectors for :attr:`vector_part`, when the store is built."""
+        return self.score(query, documents())
 
 
 class VectorReranker(Reranker):
@@ -44,6 +55,14 @@ class VectorReranker(Reranker):
         if not documents:
             return np.zeros(0)
         return self.score_vectors(query, self._documents(list(documents)))
+
+    @property
+    def vector_part(self) -> VectorReranker:
+        return self
+
+    def score_pool(self, query: str, documents: Callable[[], Sequence[str]],
+                   vectors: np.ndarray | None = None) -> np.ndarray:
+        return self.score(query, documents()) if vectors is None else self.score_vectors(query, vectors)
 
     def score_vectors(self, query: str, vectors: np.ndarray) -> np.ndarray:
         """Scores of candidates whose document vectors are given (rows of ``vectors``)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from grasp.config import BM25Config, RerankerConfig
 from grasp.encode.encoder import Encoder
 from grasp.rerank import BiEncoderReranker, load_trained_reranker
-from grasp.rerank.base import Reranker, VectorReranker
+from grasp.rerank.base import Reranker
 from grasp.rerank.retriever import RerankedRetriever, RerankFusionSetting
 from grasp.rerank.vectors import CandidateVectors
 from grasp.retriever import Retriever
@@ -54,8 +54,9 @@ def rerank_depth(cfg: RerankerConfig, setting: RerankFusionSetting | None) -> in
 
 def build_reranked(upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *, name: str,
                    fusion: RerankFusionSetting, depth: int, vectors_dir: Path, progress: bool = True) -> RerankedRetriever:
-    """Stage 3 over ``upstream`` with the final fusion ``fusion``; a bi-encoder reranker reads its candidates'
-    stored vectors (under ``vectors_dir``) once `grasp index` built them."""
-    vectors = (CandidateVectors(vectors_dir, serializer, reranker.document_encoder, progress=progress)
-               if isinstance(reranker, VectorReranker) else None)
+    """Stage 3 over ``upstream`` with the final fusion ``fusion``; a bi-encoder reranker (or the hybrid's bi-encoder
+    part) reads its candidates' stored vectors (under ``vectors_dir``) once `grasp index` built them."""
+    part = reranker.vector_part  # a bi-encoder, or the hybrid's bi-encoder part
+    vectors = (CandidateVectors(vectors_dir, serializer, part.document_encoder, progress=progress)
+               if part is not None else None)
     return RerankedRetriever(upstream, reranker, serializer, name=name, depth=depth, fusion=fusion, vectors=vectors)

@@ -5,15 +5,17 @@ Why: the two zero-shot rerankers see different evidence (MiniLM's paraphrase-lev
 serialized candidate; exact query terms in its fields and neighbours, weighted by how rare they are in the
 pool), and their errors differ. Their raw scales differ too (a cosine in [-1, 1], an unbounded BM25 sum), so
 each is turned into z-scores over the pool first, the usual way to add rankers' scores without a trained
-weight. A score depends on the rest of the pool (the z-scores and BM25's frequencies)."""
+weight. A score depends on the rest of the pool (the z-scores and BM25's frequencies). The bi-encoder part
+reads the stored candidate vectors once `grasp index` built them, as the bi-encoder alone does."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 
 import numpy as np
 
-from grasp.rerank.base import Reranker
+from grasp.rerank.base import Reranker, VectorReranker
 
 
 def standardise(scores: np.ndarray) -> np.ndarray:
@@ -36,3 +38,16 @@ class HybridReranker(Reranker):
         if not documents:
             return np.zeros(0)
         return np.sum([standardise(r.score(query, documents)) for r in self.rerankers], axis=0)
+
+    @property
+    def vector_part(self) -> VectorReranker | None:
+        """The first part with storable candidate vectors (the bi-encoder's)."""
+        return next((r.vector_part for r in self.rerankers if r.vector_part is not None), None)
+
+    def score_pool(self, query: str, documents: Callable[[], Sequence[str]],
+                   vectors: np.ndarray | None = None) -> np.ndarray:
+        texts = cache(documents)  # serialized once, for the parts that read text
+        part = self.vector_part
+        scores = [r.score_pool(query, texts, vectors if part is not None and r.vector_part is part else None)
+                  for r in self.rerankers]
+        return np.sum([standardise(s) for s in scores], axis=0) if len(scores[0]) else np.zeros(0)

@@ -19,7 +19,7 @@ from grasp.fuse.dynamic import plan_bucket
 from grasp.fuse.rrf import rrf, static_rrf
 from grasp.graph.retriever import GRAPH_STAGE
 from grasp.progress import announce
-from grasp.rerank.base import Reranker, VectorReranker
+from grasp.rerank.base import Reranker
 from grasp.rerank.vectors import CandidateVectors
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
@@ -105,8 +105,8 @@ class RerankedRetriever(Retriever):
         """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``fusion``: the final fusion
         (default: static RRF at ``w``, ``k``); ``vectors``: the stored candidate vectors of a bi-encoder
         reranker, used once built (``grasp index``), else candidates are serialized and encoded per query."""
-        if vectors is not None and not isinstance(reranker, VectorReranker):
-            raise ValueError(f"stored vectors need a bi-encoder reranker, not {reranker.name}")
+        if vectors is not None and reranker.vector_part is None:
+            raise ValueError(f"stored vectors need a reranker with a bi-encoder part, not {reranker.name}")
         self.name = name
         self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
         self.depth = depth
@@ -129,10 +129,8 @@ class RerankedRetriever(Retriever):
     def rerank(self, query: Query, upstream: Ranking) -> Ranking:
         pool = upstream.top(self.depth)
         stored = self.uses_stored_vectors
-        if stored:
-            scores = self.reranker.score_vectors(query.text, self.vectors.of(pool.node_ids))  # type: ignore[union-attr]
-        else:
-            scores = self.reranker.score(query.text, [self.serialize(int(n)) for n in pool.node_ids])
+        vectors = self.vectors.of(pool.node_ids) if stored else None  # type: ignore[union-attr]
+        scores = self.reranker.score_pool(query.text, lambda: [self.serialize(int(n)) for n in pool.node_ids], vectors)
         return Ranking.from_scores(query.qid, pool.node_ids, scores, stage=RERANKER_STAGE,
                                    trace=RerankTrace(self.reranker.name, self.depth, stored))
 
