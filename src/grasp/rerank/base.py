@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -47,9 +47,14 @@ class VectorReranker(Reranker):
     def query_vector(self, query: str) -> np.ndarray:
         """The query's unit vector, shape (dim,)."""
 
-    @cached_property
+    @property
     def _documents(self) -> DocumentVectorCache:
-        return DocumentVectorCache(lambda texts: self.document_encoder.encode(texts))
+        """The vectors of candidate texts already encoded by this document encoder, shared by every reranker
+        over it (the zero-shot bi-encoder alone and inside the hybrid, compared in one tuning run)."""
+        encoder = self.document_encoder
+        if (cache := _DOCUMENT_VECTORS.get(encoder)) is None:
+            cache = _DOCUMENT_VECTORS[encoder] = DocumentVectorCache(encoder.encode)
+        return cache
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         if not documents:
@@ -88,3 +93,6 @@ class DocumentVectorCache:
             for t, v in zip(missing, self.embed_texts(missing), strict=True):
                 self._vectors[t] = v
         return np.stack([self._vectors[t] for t in texts])
+
+
+_DOCUMENT_VECTORS: WeakKeyDictionary = WeakKeyDictionary()  # document encoder -> its DocumentVectorCache
