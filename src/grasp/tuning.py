@@ -5,7 +5,7 @@ see), fit it on the whole split, save it with the index, and draw the static (w,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -135,14 +135,10 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
             else:  # scores that depend on the pool are made from the pool serving will rerank
                 rr.depth = depth
                 at_depth, _ = rr.from_upstream(queries, upstream, depth, progress=ws.progress)
-            table = FusionTable.build(at_depth, upstream, queries, candidate_mask=ws.skb.candidate_mask,
-                                      signals=signals, edges=bucket_edges)
-            for name, search in ((f"{prefix}static@{depth}", search_static),
-                                 (f"{prefix}static-flat@{depth}", partial(search_static, flat=True)),
-                                 (f"{prefix}bucketed@{depth}", partial(search_bucketed, n_buckets=n_buckets)),
-                                 (f"{prefix}bucketed-flat@{depth}",
-                                  partial(search_bucketed, n_buckets=n_buckets, flat=True))):
-                rules[name], made_with[name] = (table, search), (depth, kind)
+            for name, rule in final_fusion_rules(at_depth, upstream, queries, signals=signals, depth=depth,
+                                                 prefix=prefix, candidate_mask=ws.skb.candidate_mask,
+                                                 bucket_edges=bucket_edges).items():
+                rules[name], made_with[name] = rule, (depth, kind)
     rules = dict(sorted(rules.items(), key=lambda item: "bucketed" in item[0]))  # simpler rules first (ties)
     cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
     chosen = choose(cv["cv"])
@@ -164,6 +160,22 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     ws.save_setting(setting, name, data={split: len(queries)}, context={"depth": setting.depth, "upstream": source},
                     check=check)
     return setting
+
+
+def final_fusion_rules(scored: Run, upstream: Run, queries: Sequence[Query], *, signals: Run | None, depth: int,
+                       prefix: str = "", candidate_mask: np.ndarray | None = None,
+                       bucket_edges: tuple[int, ...] = GRAPH_SIZE_EDGES) -> dict[str, tuple[FusionTable, Callable]]:
+    """The final fusion's selection rules for one reranker's ranking ``scored`` (reranked at ``depth``) over
+    ``upstream``: static best cell, static flattest region, and the bucketed versions of both (one (w, k) per
+    bucket of the graph stage's candidates, from ``signals``), named ``{prefix}{rule}@{depth}``; each a table
+    and a search over it, for :func:`cross_validate`."""
+    table = FusionTable.build(scored, upstream, queries, candidate_mask=candidate_mask, signals=signals,
+                              edges=bucket_edges)
+    n_buckets = len(bucket_edges) + 1
+    return {f"{prefix}static@{depth}": (table, search_static),
+            f"{prefix}static-flat@{depth}": (table, partial(search_static, flat=True)),
+            f"{prefix}bucketed@{depth}": (table, partial(search_bucketed, n_buckets=n_buckets)),
+            f"{prefix}bucketed-flat@{depth}": (table, partial(search_bucketed, n_buckets=n_buckets, flat=True))}
 
 
 def within_depth(scored: Run, upstream: Run, depth: int) -> Run:

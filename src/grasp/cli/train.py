@@ -57,7 +57,8 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
                    "(train it elsewhere with scripts/train_reranker_bundle.py).")
 @click.pass_context
 def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
-    """LoRA-train the cross-encoder on hard negatives from the Stage-2 top-100 of the train split (resumable)."""
+    """LoRA-train the reranker (reranker.kind: bi-encoder by default, cross-encoder or llm-yes-no) on hard negatives
+    from the Stage-2 top-100 of the train split (resumable)."""
     from grasp.rerank import build_records, train_reranker
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.records import validation_pools, write_bundle
