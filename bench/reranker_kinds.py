@@ -11,13 +11,15 @@ depths `grasp tune rerank` compares; "alone" is the reranker's own ranking of th
 the shipped setting), best rule per kind.
 
     python bench/reranker_kinds.py --skb ../shared/data/skb/pkg [--reranker LABEL:KEY=VALUE[,KEY=VALUE]]...
-        [--combine LABEL LABEL] [--limit N]
+        [--combine LABEL+LABEL]... [--limit N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -55,15 +57,20 @@ def main() -> None:
     ap.add_argument("--reranker", action="append", dest="rerankers", metavar="LABEL:KEY=VALUE[,KEY=VALUE]",
                     help="a trained reranker to compare (default: bi:reranker.kind=bi-encoder and "
                          "cross:reranker.kind=cross-encoder)")
-    ap.add_argument("--combine", nargs="+", help="labels whose standardised scores are added (default: the first two)")
+    ap.add_argument("--combine", action="append", metavar="LABEL+LABEL[+...]",
+                    help="rerankers whose standardised scores are added (repeatable; default: the first two)")
+    ap.add_argument("--output-json", help="also write every rule's held-out Hit@1 and the alone metrics here")
     ap.add_argument("--set", action="append", default=[], help="configuration override (e.g. cache_dir=...)")
     args = ap.parse_args()
     base = ["planner.kind=cache", "planner.on_miss=no_trade", *args.set]
     specs = dict(spec.split(":", 1) for spec in args.rerankers or
                  ["bi:reranker.kind=bi-encoder", "cross:reranker.kind=cross-encoder"])
+    combos = {name: name.split("+") for name in args.combine or ["+".join(list(specs)[:2])] if "+" in name}
+    unknown = {label for labels in combos.values() for label in labels} - set(specs)
+    if unknown:
+        raise SystemExit(f"--combine names {sorted(unknown)}, which no --reranker labels")
     spaces = {label: Workspace.open(args.skb, load_config(None, [*base, *overrides.split(",")]), progress=False)
               for label, overrides in specs.items()}
-    combine = args.combine or list(specs)[:2]
     ws = next(iter(spaces.values()))
     queries = ws.queries(split=args.split, limit=args.limit)
     source = "grasp-zs" if ws.artifact(final_fusion_artifact(False)) is not None else "fused"
@@ -77,7 +84,7 @@ def main() -> None:
         t0 = time.perf_counter()
         scored[label], _ = rr.from_upstream(queries, upstream, DEEPEST, progress=True)
         seconds[label] = time.perf_counter() - t0
-    names = [*spaces, "+".join(combine)] if len(combine) > 1 else list(spaces)
+    names = [*spaces, *combos]
 
     rules, reports = {}, []
     for name in names:
@@ -85,7 +92,7 @@ def main() -> None:
             if name in spaces:
                 at_depth = within_depth(scored[name], upstream, depth)
             else:  # standardised over the pool that depth reranks
-                at_depth = combined([within_depth(scored[label], upstream, depth) for label in combine], name)
+                at_depth = combined([within_depth(scored[label], upstream, depth) for label in combos[name]], name)
             if depth == DEEPEST:
                 rep = evaluate_run(at_depth, queries, candidate_mask=ws.skb.candidate_mask)
                 rep.method = f"{name} alone (top {depth})"
@@ -104,6 +111,10 @@ def main() -> None:
         mine = {rule: v for rule, v in cv.items() if rule.startswith(f"{name}:")}
         best = max(mine, key=mine.get)
         print(f"| {name} | {best.removeprefix(name + ':')} | {100 * mine[best]:.1f} |")
+    if args.output_json:
+        Path(args.output_json).write_text(json.dumps(
+            {"split": args.split, "n": len(queries), "upstream": source, "rerankers": specs, "combined": combos,
+             "alone": {rep.method: rep.means for rep in [upstream_report, *reports]}, "cv": cv}, indent=1))
 
 
 if __name__ == "__main__":
