@@ -243,3 +243,26 @@ def test_bucketed_final_fusion_searches_each_bucket_and_serves_what_it_chose():
     assert search_bucketed(only, 3, ws=ws, ks=ks).best["w_bucket"][1:] == [pooled["w"], pooled["w"]]
     with pytest.raises(ValueError, match="needs 3 w_bucket and k_bucket values"):
         RerankFusionSetting(w=0.0, k=1.0, bucket_edges=[0, 10], w_bucket=[0.1], k_bucket=[1.0])
+
+
+def test_final_fusion_rules_are_the_four_searches_over_one_table():
+    """`grasp tune rerank` and bench/reranker_kinds.py build the same rules for one reranker's ranking: static and
+    bucketed, best cell and flattest region, named by prefix and depth, over one table with the graph buckets."""
+    from grasp.fuse.dynamic import GRAPH_SIZE_EDGES
+    from grasp.fuse.grid import cross_validate, search_bucketed
+    from grasp.tuning import final_fusion_rules
+
+    g, up, queries = random_runs(8, n_q=40)
+    rng = np.random.default_rng(3)
+    scored = Run("reranker", {q: Ranking(q, rng.permutation(up[q].node_ids), np.linspace(1, 0, len(up[q])))
+                              for q in up})
+    rules = final_fusion_rules(scored, up, queries, signals=g, depth=30, prefix="bi:")
+    assert list(rules) == ["bi:static@30", "bi:static-flat@30", "bi:bucketed@30", "bi:bucketed-flat@30"]
+    tables = {id(table) for table, _ in rules.values()}
+    assert len(tables) == 1  # one table, four searches
+    table = rules["bi:static@30"][0]
+    assert table.bucket.tolist() == [bucket_of(g[q].trace.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
+    assert rules["bi:static@30"][1](table).hit1 == pytest.approx(search_static(table).hit1)
+    assert rules["bi:bucketed@30"][1](table).hit1 == pytest.approx(search_bucketed(table, 3).hit1)
+    assert rules["bi:static-flat@30"][1](table).best == search_static(table, flat=True).best
+    assert set(cross_validate(rules, n_folds=4)["cv"]) == set(rules)
