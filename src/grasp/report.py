@@ -3,12 +3,16 @@ a split, a bar chart, and the rank of the gold answer as it moves through the st
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from grasp.artifacts import code_version
 from grasp.errors import GraspError
 from grasp.eval.report import EvalReport, evaluate_run, markdown_table
 from grasp.graph.retriever import GRAPH_STAGE
-from grasp.workspace import Workspace
+from grasp.packaged import DATA
+from grasp.storage import checksum
+from grasp.workspace import ARTIFACT_LABELS, Workspace
 
 STAGES = [
     ("bm25", "BM25"),
@@ -71,10 +75,29 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         from grasp.sensitivity import sensitivity
 
         lines += ["", *sensitivity(ws, out_dir)]
+    provenance = report_provenance(ws, split=split, limit=limit)
+    lines += ["", f"Made by `{provenance['command']}` with {provenance['code']}; the trained artifacts it read and "
+              "their checksums are in `provenance.json`."]
     text = "\n".join(lines) + "\n"
     (out_dir / "ablation.md").write_text(text)
+    (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     _bar_chart(reports, out_dir / "ablation.png", title=f"{ws.skb.name} ({split})")
     return text
+
+
+def report_provenance(ws: Workspace, *, split: str, limit: int | None) -> dict:
+    """What made a report: the command, the code version, the SKB, and each trained artifact it read with its
+    checksum (a shipped one by its path inside the package), so that a table older than the artifacts it
+    describes can be found (``tests/unit/test_docs.py``)."""
+    artifacts = {}
+    for name in ARTIFACT_LABELS:
+        path = ws.artifact(name)
+        if path is not None:
+            shipped = path.resolve().is_relative_to(DATA)
+            artifacts[name] = {"path": path.resolve().relative_to(DATA).as_posix() if shipped else "workspace",
+                               "sha256": checksum(path)}
+    command = f"grasp report --skb {ws.skb.name} --split {split}" + (f" --limit {limit}" if limit else "")
+    return {"command": command, "code": code_version(), "skb": ws.skb_identity, "artifacts": artifacts}
 
 
 def _first_gold_rank(ranking, gold) -> int | None:
