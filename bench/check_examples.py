@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from grasp import methods
 from grasp.config import load_config
 from grasp.eval.metrics import score_query
 from grasp.plan.prompt import load_examples, profile_of
@@ -26,7 +27,7 @@ def main() -> None:
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args()
     ws = Workspace.open(args.skb, load_config(None, [*args.overrides, "planner.kind=cache"]), progress=True)
-    graph = ws.retriever("graph")
+    graph = methods.retriever(ws, "graph")
     gold = {q.text: q.answer_ids for q in ws.queries()}
     rows = []
     for ex in load_examples(profile_of(ws.skb)):

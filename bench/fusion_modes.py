@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import argparse
 
+from grasp import methods
 from grasp.config import load_config
-from grasp.eval.report import evaluate_run, markdown_table
+from grasp.eval.evaluate import evaluate_run, markdown_table
 from grasp.fuse.retriever import FusedRetriever, FusionSetting
 from grasp.workspace import Workspace
 
 
 def rule_setting(name: str, rule: dict) -> FusionSetting:
     if name.startswith("static"):
-        return FusionSetting("static", rule["k"], w=rule["w"])
-    return FusionSetting("dynamic", rule["k"], w_bucket=rule["w_bucket"], m_risk=rule["m_risk"],
+        return FusionSetting("static", rule["rrf_k"], w=rule["w"])
+    return FusionSetting("dynamic", rule["rrf_k"], w_bucket=rule["w_bucket"], m_risk=rule["m_risk"],
                          link_floor=float(rule.get("link_floor", name.split("@")[1])))
 
 
@@ -35,7 +36,7 @@ def main() -> None:
     if not rules:
         raise SystemExit("fusion.json predates cross-validated tuning (no 'rules' in its info): rerun `grasp tune fusion`")
     queries = ws.queries(split=args.split)
-    graph, mfar = ws.retriever("graph"), ws.retriever("mfar")
+    graph, mfar = methods.retriever(ws, "graph"), methods.retriever(ws, "mfar")
     g, m = graph.batch_search(queries, 100), mfar.batch_search(queries, 100)
     reports = []
     for name, rule in rules.items():

@@ -24,7 +24,7 @@ import textwrap
 STEPS = {
     "load SKB": "",
     "render documents": "docs = [ws.layout.document(ws.skb, int(i)) for i in ws.skb.candidate_ids]",
-    "BM25 index": "ws.retriever('bm25')",
+    "BM25 index": "methods.retriever(ws, 'bm25')",
     "Kùzu graph load": "from grasp.graph.build import build_engine; build_engine(ws.config.graph, ws.skb, ws.cache_dir, progress=ws.progress)",
     "mFAR field BM25 indexes": textwrap.dedent("""
         from grasp.text.mfar import FieldIndex
@@ -41,7 +41,7 @@ ENCODER_STEPS = {
                                  "n = ws.skb.candidate_ids.size; encoder = ws.encoder"),
     "trained reranker store": textwrap.dedent("""
         from grasp.rerank.build import build_reranker
-        from grasp.workspace import RERANKER_ADAPTER
+        from grasp.artifacts import RERANKER_ADAPTER
         ids = sample(ws.skb.candidate_ids); texts = [ws.serializer(int(i)) for i in ids]; n = ws.skb.candidate_ids.size
         encoder = build_reranker(ws.config.reranker, ws.encoder, ws.artifact(RERANKER_ADAPTER)).document_encoder"""),
 }
@@ -56,6 +56,7 @@ import numpy as np
 t0 = time.perf_counter()
 from grasp.config import load_config
 from grasp.workspace import Workspace
+from grasp import methods
 SAMPLE = {sample}
 extra = {{}}
 def sample(ids):

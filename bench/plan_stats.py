@@ -9,7 +9,7 @@ import argparse
 import json
 
 from grasp.config import load_config
-from grasp.plan.report import summarise
+from grasp.plan.summary import summarise
 from grasp.workspace import Workspace
 
 

@@ -21,7 +21,7 @@ from grasp.config import load_config
 from grasp.plan.build import build_chat_client
 from grasp.plan.cache import PlanCache, shipped_plans
 from grasp.plan.planner import Planner
-from grasp.plan.report import summarise
+from grasp.plan.summary import summarise
 from grasp.skb import SKB, read_skb, read_stark_qa, select_queries
 from grasp.skb.stark import stark_schema
 

@@ -23,14 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
+from grasp import methods
+from grasp.artifacts import final_fusion_artifact
 from grasp.config import load_config
-from grasp.eval.report import evaluate_run, markdown_table
+from grasp.eval.evaluate import evaluate_run, markdown_table
 from grasp.fuse.grid import cross_validate
-from grasp.graph.retriever import GRAPH_STAGE
+from grasp.lab.tune import RERANK_DEPTHS, final_fusion_rules, within_depth
+from grasp.methods import reranked_method
 from grasp.rerank.hybrid import standardise
 from grasp.results import Ranking, Run
-from grasp.tuning import RERANK_DEPTHS, final_fusion_rules, within_depth
-from grasp.workspace import Workspace, final_fusion_artifact, reranked_method
+from grasp.workspace import Workspace
 
 DEEPEST = max(RERANK_DEPTHS)
 
@@ -74,13 +76,13 @@ def main() -> None:
     ws = next(iter(spaces.values()))
     queries = ws.queries(split=args.split, limit=args.limit)
     source = "grasp-zs" if ws.artifact(final_fusion_artifact(False)) is not None else "fused"
-    stages = ws.retriever(source).batch_search_stages(queries, DEEPEST)
-    upstream, signals = stages[source], stages[GRAPH_STAGE]
+    stages = methods.retriever(ws, source).batch_search_stages(queries, DEEPEST)
+    upstream = stages[source]
 
     scored: dict[str, Run] = {}
     seconds: dict[str, float] = {}
     for label, space in spaces.items():
-        rr = reranked_method(space, trained=True, w=0.5, k=2.0, upstream=source, depth=DEEPEST)
+        rr = reranked_method(space, trained=True, w=0.5, rrf_k=2.0, upstream=source, depth=DEEPEST)
         t0 = time.perf_counter()
         scored[label], _ = rr.from_upstream(queries, upstream, DEEPEST, progress=True)
         seconds[label] = time.perf_counter() - t0
@@ -97,7 +99,7 @@ def main() -> None:
                 rep = evaluate_run(at_depth, queries, candidate_mask=ws.skb.candidate_mask)
                 rep.method = f"{name} alone (top {depth})"
                 reports.append(rep)
-            rules.update(final_fusion_rules(at_depth, upstream, queries, signals=signals, depth=depth,
+            rules.update(final_fusion_rules(at_depth, upstream, queries, depth=depth,
                                             prefix=f"{name}:", candidate_mask=ws.skb.candidate_mask))
     upstream_report = evaluate_run(upstream, queries, candidate_mask=ws.skb.candidate_mask)
     upstream_report.method = f"{source} (upstream)"

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from grasp import methods
 from grasp.config import load_config
 from grasp.workspace import Workspace
 
@@ -38,7 +39,7 @@ def main() -> None:
         raise SystemExit("no cached plans for this split: run `grasp plans build` first")
     cold = [ws.planner.cache.get(ws.planner.key(q.text)).get("seconds", float("nan")) * 1000 for q in queries]
 
-    bm25 = ws.retriever("bm25")
+    bm25 = methods.retriever(ws, "bm25")
     bm25_ms = []
     for q in queries:
         t = time.perf_counter()
@@ -50,7 +51,7 @@ def main() -> None:
     for engine in ("kuzu", "memory"):
         ws.config.graph.engine = engine
         ws._retrievers.pop("graph", None)
-        graph = ws.retriever("graph")
+        graph = methods.retriever(ws, "graph")
         graph.search_query(queries[0], 100)  # warm-up: load indexes, first query compile
         steps: dict[str, list[float]] = {"plan": [], "link": [], "execute": [], "rescore": [], "total": []}
         for q in queries:

@@ -4,7 +4,7 @@ indexing and answering, one process per step, with its wall time and peak RSS.
     python bench/stark_synthetic.py --dataset amazon|mag|prime --scale F --out DIR [--seed S]
            [--queries N] [--words W] [--measure] [--random-vectors] [--steps generate,index,...]
 
-Without --measure it only writes the SKB (grasp.skb.stark_synthetic: processed/, qa/, plans.jsonl).
+Without --measure it only writes the SKB (grasp.testing.stark_synthetic: processed/, qa/, plans.jsonl).
 With --measure it runs, each in its own process and each only if the one before succeeded:
 
     generate   write the SKB (skipped when DIR already holds one with these settings)
@@ -73,7 +73,7 @@ def step_main(argv: list[str]) -> None:
         argv = argv[1:]
     name, rest = argv[0], argv[1:]
     if name == "generate":
-        from grasp.skb.stark_synthetic import generate
+        from grasp.testing.stark_synthetic import generate
 
         s = generate(**json.loads(rest[0]))
         print(f"{s['nodes']:,} nodes, {s['edge_rows']:,} edge rows, {s['queries']} queries")
@@ -95,7 +95,6 @@ def encoder_rate(processed: Path, n: int = 2000) -> None:
     """MiniLM documents per second on ``n`` of the SKB's candidate documents, and the whole SKB's hours."""
     from grasp.config import GraspConfig
     from grasp.workspace import Workspace
-
     ws = Workspace.open(processed, GraspConfig(), progress=False)
     ids = ws.skb.candidate_ids
     texts = [ws.layout.document(ws.skb, int(i)) for i in ids[:: max(1, ids.size // n)][:n]]

@@ -16,17 +16,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp.artifacts import code_version, manifest_path, read_manifest, write_manifest
-from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
-from grasp.rerank.retriever import RerankFusionSetting
-from grasp.workspace import (
+from grasp.artifacts import (
     ARTIFACT_LABELS,
     FUSION_SETTING,
     MFAR_WEIGHTS,
     RERANKER_ADAPTER,
-    Workspace,
-    mfar_expects,
+    code_version,
+    manifest_path,
+    read_manifest,
+    write_manifest,
 )
+from grasp.methods import mfar_expects
+from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
+from grasp.rerank.retriever import RerankFusionSetting
+from grasp.workspace import Workspace
 
 NOTE = ("manifest written after the fact (session 7) from the README's recipe and the default configuration the "
         "README's rows were reproduced with")

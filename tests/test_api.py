@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from grasp import methods
 from grasp.api import MAX_QUERY_CHARS, Searcher, results_to_dataframe, results_to_run
 from grasp.errors import InputError
 
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.slow
 def test_auto_picks_the_most_complete_prepared_method(prepared_toy):
     searcher, _ = prepared_toy
     assert searcher.method == "grasp-zs"
-    ready = searcher.workspace.readiness()
+    ready = methods.readiness(searcher.workspace)
     assert ready["fused"] is None and ready["grasp"] and "grasp train reranker" in ready["grasp"]
 
 
@@ -28,7 +29,7 @@ def test_search_explains_every_stage(prepared_toy):
     assert graph["plan"]["anchors"][0]["text"] == "chromosome 2" and graph["n_cand"] == 3
     assert graph["bindings"][0]["bindings"][0]["name"] == "chromosome 2" and 0 < graph["bindings"][0]["bindings"][0]["cosine"] <= 1
     assert "MATCH" in graph["cypher"] and graph["risk_level"] == "normal"
-    assert set(ex["stages"]["fused"]) == {"mode", "weights", "k"} and set(ex["stages"]["fused"]["weights"]) == {"graph", "dense"}
+    assert set(ex["stages"]["fused"]) == {"mode", "weights", "rrf_k"} and set(ex["stages"]["fused"]["weights"]) == {"graph", "dense"}
     assert set(ex["stages"]["grasp-zs"]["weights"]) == {"reranker", "fused"}
     assert ex["stages"]["dense"] == {}  # a stage without a trace
     rerank = res.traces["reranker"]

@@ -8,12 +8,18 @@ import warnings
 import numpy as np
 import pytest
 
-from grasp.artifacts import ArtifactManifest, manifest_path, read_manifest, verify, write_manifest
+from grasp.artifacts import (
+    ARTIFACT_LABELS,
+    ArtifactManifest,
+    manifest_path,
+    read_manifest,
+    verify,
+    write_manifest,
+)
 from grasp.cli import main
 from grasp.errors import ArtifactMismatchError
 from grasp.packaged import SHIPPED_MODELS
 from grasp.storage import checksum
-from grasp.workspace import ARTIFACT_LABELS
 from tests.conftest import write_toy
 
 SKB = {"name": "toy", "fingerprint": "f00d", "schema": "toy"}
@@ -77,8 +83,9 @@ def test_a_zero_shot_final_fusion_serves_only_the_zero_shot_reranker_it_was_tune
     """pkg's shipped zero-shot final fusion was tuned (reranker.zero_shot=auto) with BM25 over the pool: the
     default (auto) loads it; a configuration naming the bi-encoder, or an untrained LLM yes/no reranker (its
     own zero-shot reranker), must not be fused with its (w, k)."""
+    from grasp.artifacts import final_fusion_artifact
     from grasp.config import load_config
-    from grasp.workspace import Workspace, final_fusion_artifact
+    from grasp.workspace import Workspace
 
     path = SHIPPED_MODELS / "pkg" / final_fusion_artifact(False)
     name = final_fusion_artifact(False)

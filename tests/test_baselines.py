@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from grasp import methods
 from grasp.config import GraspConfig
 from grasp.skb import read_queries
 from grasp.workspace import Workspace
@@ -17,38 +18,38 @@ def ws(toy_dir, tmp_path):
 
 
 def test_bm25_finds_lexical_match_and_only_candidates(ws):
-    r = ws.retriever("bm25").search("galactosyltransferase", k=5)
+    r = methods.retriever(ws, "bm25").search("galactosyltransferase", k=5)
     assert r.node_ids[0] == 0
     assert r.stage == "bm25"
-    r = ws.retriever("bm25").search("chromosome", k=10)
+    r = methods.retriever(ws, "bm25").search("chromosome", k=10)
     assert all(ws.skb.candidate_mask[i] for i in r.node_ids)  # chromosomes are not candidates
 
 
 def test_bm25_query_with_no_known_word(ws):
-    assert len(ws.retriever("bm25").search("zzzz qqqq", k=5)) == 0
+    assert len(methods.retriever(ws, "bm25").search("zzzz qqqq", k=5)) == 0
 
 
 def test_bm25_index_is_reused_not_rebuilt(ws, toy_dir):
-    ws.retriever("bm25")
+    methods.retriever(ws, "bm25")
     dirs = list(ws.cache_dir.glob("bm25-*"))
     assert len(dirs) == 1
     stamp = (dirs[0] / "complete.json").stat().st_mtime_ns
     again = Workspace.open(toy_dir, ws.config, progress=False)
-    again.retriever("bm25").search("sodium")
+    methods.retriever(again, "bm25").search("sodium")
     assert (dirs[0] / "complete.json").stat().st_mtime_ns == stamp
 
 
 def test_bm25_settings_change_the_index(ws, toy_dir):
-    ws.retriever("bm25")
+    methods.retriever(ws, "bm25")
     cfg = ws.config.model_copy(deep=True)
     cfg.bm25.k1 = 0.9
-    Workspace.open(toy_dir, cfg, progress=False).retriever("bm25")
+    methods.retriever(methods, Workspace.open(toy_dir, cfg, progress=False), "bm25")
     assert len(list(ws.cache_dir.glob("bm25-*"))) == 2
 
 
 @pytest.mark.slow
 def test_dense_ranks_semantic_match(ws):
-    r = ws.retriever("dense").search("movement of sodium ions across membranes", k=3)
+    r = methods.retriever(ws, "dense").search("movement of sodium ions across membranes", k=3)
     assert r.node_ids[0] == 4
     assert r.stage == "dense"
     assert all(ws.skb.candidate_mask[i] for i in r.node_ids)
@@ -58,7 +59,7 @@ def test_dense_ranks_semantic_match(ws):
 def test_evaluate_both_methods(ws, toy_dir):
     queries = read_queries(toy_dir / "qa" / "queries.jsonl")
     for method in ("bm25", "dense"):
-        run, report = ws.evaluate(method, queries)
+        run, report = methods.evaluate(ws, method, queries)
         assert report.n == 4 and len(run) == 4
         assert 0 < report.means["mrr"] <= 1
         assert report.info["ms_per_query"] >= 0
@@ -66,5 +67,5 @@ def test_evaluate_both_methods(ws, toy_dir):
 
 def test_index_never_written_into_skb_dir(ws, toy_dir):
     before = sorted(p.name for p in toy_dir.rglob("*"))
-    ws.retriever("bm25")
+    methods.retriever(ws, "bm25")
     assert sorted(p.name for p in toy_dir.rglob("*")) == before

@@ -76,3 +76,18 @@ def test_settings_round_trip_and_bad_files_name_the_field(tmp_path):
     (tmp_path / "r.json").write_text("{")
     with pytest.raises(FormatError, match="not a readable"):
         RerankFusionSetting.load(tmp_path / "r.json")
+
+
+def test_a_setting_saved_under_a_former_field_name_loads(tmp_path):
+    """Final-fusion and fusion settings saved when RRF's constant was called ``k`` (the shipped ones) load as
+    ``rrf_k``; a fusion setting's ``dense_method`` kept in its ``info`` becomes the field."""
+    from grasp.fuse.retriever import FusionSetting
+    from grasp.rerank.retriever import RerankFusionSetting
+
+    (tmp_path / "r.json").write_text('{"w": 0.45, "k": 20.0, "k_bucket": [1.0, 2.0, 3.0], "bucket_edges": [0, 10], '
+                                     '"w_bucket": [0.1, 0.2, 0.3]}')
+    r = RerankFusionSetting.load(tmp_path / "r.json")
+    assert (r.rrf_k, r.rrf_k_bucket) == (20.0, [1.0, 2.0, 3.0])
+    (tmp_path / "f.json").write_text('{"mode": "static", "k": 40.0, "w": 0.4, "info": {"dense_method": "dense"}}')
+    f = FusionSetting.load(tmp_path / "f.json")
+    assert (f.rrf_k, f.dense_method, f.info) == (40.0, "dense", {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,15 +18,14 @@ from grasp.fuse import (
     static_rrf,
 )
 from grasp.fuse.retriever import FusionSetting
-from grasp.graph.retriever import GraphTrace
 from grasp.plan.model import RISK_LEVELS
-from grasp.results import Query, Ranking, Run
+from grasp.results import PlanSignals, Query, Ranking, Run
 
 
 def test_static_formula_by_hand():
     g = Run("g", {"q": Ranking("q", [10, 20], [2.0, 1.0])})
     m = Run("m", {"q": Ranking("q", [20, 30], [2.0, 1.0])})
-    fused = static_rrf(g, m, w=0.5, k=1)["q"]
+    fused = static_rrf(g, m, w=0.5, rrf_k=1)["q"]
     # 10: .5/2 ; 20: .5/3 + .5/2 ; 30: .5/3
     assert fused.node_ids.tolist() == [20, 10, 30]
     assert fused.scores.tolist() == pytest.approx([0.5 / 3 + 0.25, 0.25, 0.5 / 3])
@@ -33,8 +34,8 @@ def test_static_formula_by_hand():
 def test_dynamic_zero_weight_is_the_dense_ranking():
     g = Run("g", {"q": Ranking("q", [1, 2, 3], [3, 2, 1])})
     m = Run("m", {"q": Ranking("q", [3, 2, 1], [3, 2, 1])})
-    assert dynamic_rrf(g, m, {"q": 0.0}, k=60)["q"].node_ids.tolist() == [3, 2, 1]
-    assert dynamic_rrf(g, m, {"q": 5.0}, k=60)["q"].node_ids.tolist() == [1, 2, 3]
+    assert dynamic_rrf(g, m, {"q": 0.0}, rrf_k=60)["q"].node_ids.tolist() == [3, 2, 1]
+    assert dynamic_rrf(g, m, {"q": 5.0}, rrf_k=60)["q"].node_ids.tolist() == [1, 2, 3]
 
 
 def test_buckets_and_weights():
@@ -54,11 +55,16 @@ def random_runs(seed=0, n_q=80):
         g_ids = rng.permutation(pool)[: min(n_cand, 60)]
         m_ids = rng.permutation(pool)[:60]
         g_run.add(Ranking(qid, g_ids, np.linspace(1, 0, g_ids.size),
-                          trace=GraphTrace(n_cand=n_cand, risk_level=str(rng.choice(RISK_LEVELS)),
-                                           link_confidence=float(rng.choice([0.3, 0.7, 0.95, 1.0])))))
+                          signals=PlanSignals(n_cand, str(rng.choice(RISK_LEVELS)),
+                                              float(rng.choice([0.3, 0.7, 0.95, 1.0])))))
         m_run.add(Ranking(qid, m_ids, np.linspace(1, 0, m_ids.size)))
         queries.append(Query(qid, "q", gold.tolist()))
     return g_run, m_run, queries
+
+
+def fused_from(graph: Run, other: Run) -> Run:
+    """``other``'s rankings carrying ``graph``'s plan signals, as the rankings Stage 2 fuses from a graph ranking do."""
+    return Run(other.name, {q: dataclasses.replace(r, signals=graph[q].signals) for q, r in other.items()})
 
 
 def test_static_grid_equals_brute_force():
@@ -67,7 +73,7 @@ def test_static_grid_equals_brute_force():
     res = search_static(table, ws=(0.0, 0.3, 0.7, 1.0), ks=(1, 20, 60))
     for i, w in enumerate((0.0, 0.3, 0.7, 1.0)):
         for j, k in enumerate((1, 20, 60)):
-            brute = evaluate_run(static_rrf(g, m, w=w, k=k), queries).means["hit@1"]
+            brute = evaluate_run(static_rrf(g, m, w=w, rrf_k=k), queries).means["hit@1"]
             assert res.surface[i, j] == pytest.approx(brute)
     assert res.hit1 == pytest.approx(res.surface.max()) and res.within_1pt >= 1
 
@@ -85,13 +91,13 @@ def test_dynamic_grid_equals_brute_force_and_finds_the_best():
     for k in (5, 40):
         for wb in itertools.product(*w_bucket):
             for mr in itertools.product(*m_risk):
-                weights = {qid: graph_weight(g[qid].trace.n_cand, g[qid].trace.risk_level, wb, mr) for qid in g}
-                best_brute = max(best_brute, evaluate_run(dynamic_rrf(g, m, weights, k=k), queries).means["hit@1"])
+                weights = {qid: graph_weight(g[qid].signals.n_cand, g[qid].signals.risk_level, wb, mr) for qid in g}
+                best_brute = max(best_brute, evaluate_run(dynamic_rrf(g, m, weights, rrf_k=k), queries).means["hit@1"])
     assert res.hit1 == pytest.approx(best_brute)
     b = res.best
-    weights = {qid: graph_weight(g[qid].trace.n_cand, g[qid].trace.risk_level, b["w_bucket"],
+    weights = {qid: graph_weight(g[qid].signals.n_cand, g[qid].signals.risk_level, b["w_bucket"],
                                  [b["m_risk"][r] for r in RISK_LEVELS]) for qid in g}
-    assert evaluate_run(dynamic_rrf(g, m, weights, k=b["k"]), queries).means["hit@1"] == pytest.approx(res.hit1)
+    assert evaluate_run(dynamic_rrf(g, m, weights, rrf_k=b["rrf_k"]), queries).means["hit@1"] == pytest.approx(res.hit1)
 
 
 def test_the_served_fusion_scores_what_the_grid_chose():
@@ -99,22 +105,22 @@ def test_the_served_fusion_scores_what_the_grid_chose():
     g, m, queries = random_runs(4)
     table = FusionTable.build(g, m, queries)
     st = search_static(table, ws=(0.2, 0.6), ks=(5, 60))
-    static = FusionSetting("static", st.best["k"], w=st.best["w"])
+    static = FusionSetting("static", st.best["rrf_k"], w=st.best["w"])
     assert evaluate_run(static.fuse(g, m, name="fused"), queries).means["hit@1"] == pytest.approx(st.hit1)
     dy = search_dynamic(table, ks=(5, 40), w_bucket=((1.0, 2.0), (0.5,), (0.2,), (0.0,), (0.0,)),
                         m_risk=((0.0,), (1.0,), (0.75, 1.5), (1.0,)))
-    dynamic = FusionSetting("dynamic", dy.best["k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"])
+    dynamic = FusionSetting("dynamic", dy.best["rrf_k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"])
     fused = dynamic.fuse(g, m, name="fused", top=10)
     assert evaluate_run(fused, queries).means["hit@1"] == pytest.approx(dy.hit1)
     some = next(iter(fused.values()))
     assert len(some) <= 10 and some.trace.mode == "dynamic" and set(some.trace.weights) == {g.name, m.name}
     # with a link floor the poorly linked plans sit a risk level lower, in the grid and when served alike
     floored = FusionTable.build(g, m, queries, link_floor=0.9)
-    low = np.array([g[q].trace.link_confidence < 0.9 and g[q].trace.risk_level != "no_trade" for q in table.qids])
+    low = np.array([g[q].signals.link_confidence < 0.9 and g[q].signals.risk_level != "no_trade" for q in table.qids])
     assert low.any() and (floored.risk[low] == table.risk[low] - 1).all() and (floored.risk[~low] == table.risk[~low]).all()
     dy = search_dynamic(floored, ks=(5, 40), w_bucket=((1.0, 2.0), (0.5,), (0.2,), (0.0,), (0.0,)),
                         m_risk=((0.0,), (0.25, 1.0), (0.75, 1.5), (1.0,)))
-    served = FusionSetting("dynamic", dy.best["k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"], link_floor=0.9)
+    served = FusionSetting("dynamic", dy.best["rrf_k"], w_bucket=dy.best["w_bucket"], m_risk=dy.best["m_risk"], link_floor=0.9)
     assert evaluate_run(served.fuse(g, m, name="fused"), queries).means["hit@1"] == pytest.approx(dy.hit1)
 
 
@@ -208,41 +214,43 @@ def test_bucketed_final_fusion_searches_each_bucket_and_serves_what_it_chose():
     assert bucket_names(GRAPH_SIZE_EDGES) == ["0", "1-10", ">10"]
     g, up, queries = random_runs(6, n_q=60)
     for i, qid in enumerate(g):
-        if i % 3 == 0:
-            g[qid].trace.n_cand = 0  # the graph found nothing for a third of the queries
+        if i % 3 == 0:  # the graph found nothing for a third of the queries
+            g[qid].signals = dataclasses.replace(g[qid].signals, n_cand=0)
+    up = fused_from(g, up)  # the upstream rankings carry the graph's plan signals, as fused ones do
     rng = np.random.default_rng(7)
     scored = Run("reranker", {q: Ranking(q, rng.permutation(up[q].node_ids), np.linspace(1, 0, len(up[q])))
                               for q in up})
-    table = FusionTable.build(scored, up, queries, signals=g, edges=GRAPH_SIZE_EDGES)
+    table = FusionTable.build(scored, up, queries, edges=GRAPH_SIZE_EDGES)
     assert sorted(set(table.bucket.tolist())) == [0, 1, 2]
-    assert table.bucket.tolist() == [bucket_of(g[q].trace.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
+    assert table.bucket.tolist() == [bucket_of(g[q].signals.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
     ws, ks = (0.0, 0.3, 0.7, 1.0), (1, 20)
     res = search_bucketed(table, 3, ws=ws, ks=ks)
     assert res.mode == "bucketed" and res.n_settings == 8 * 3
     cells = list(itertools.product(ws, ks))
-    brute = max(evaluate_run(RerankFusionSetting(w=0.0, k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES),
-                                                 w_bucket=[c[0] for c in combo], k_bucket=[c[1] for c in combo])
-                             .fuse(scored, up, signals=g, name="grasp"), queries).means["hit@1"]
+    brute = max(evaluate_run(RerankFusionSetting(w=0.0, rrf_k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES),
+                                                 w_bucket=[c[0] for c in combo], rrf_k_bucket=[c[1] for c in combo])
+                             .fuse(scored, up, name="grasp"), queries).means["hit@1"]
                 for combo in itertools.product(cells, repeat=3))
     assert res.hit1 == pytest.approx(brute)
     assert res.hit1 >= search_static(table, ws=ws, ks=ks).hit1 - 1e-12  # a static setting is one bucketed setting
-    served = RerankFusionSetting(w=0.0, k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES), **res.best)
-    fused = served.fuse(scored, up, signals=g, name="grasp")
+    served = RerankFusionSetting(w=0.0, rrf_k=1.0, bucket_edges=list(GRAPH_SIZE_EDGES), **res.best)
+    fused = served.fuse(scored, up, name="grasp")
     assert evaluate_run(fused, queries).means["hit@1"] == pytest.approx(res.hit1)
     assert res.hits(table).mean() == pytest.approx(res.hit1)
     q0 = table.qids[0]  # a query without graph candidates: its fusion used bucket 0's (w, k), as its trace says
-    assert (fused[q0].trace.mode, fused[q0].trace.k) == ("bucketed", res.best["k_bucket"][0])
+    assert (fused[q0].trace.mode, fused[q0].trace.rrf_k) == ("bucketed", res.best["rrf_k_bucket"][0])
     assert fused[q0].trace.weights["reranker"] == res.best["w_bucket"][0]
-    # a query without a graph ranking has no graph candidate; a fusion without the graph run at all is refused
-    assert served.params(None) == (res.best["w_bucket"][0], res.best["k_bucket"][0])
-    with pytest.raises(ValueError, match="reads the upstream's graph stage"):
-        served.fuse(scored, up, name="grasp")
+    # a query without plan signals has no graph candidate; an upstream carrying none at all is refused
+    assert served.params(None) == (res.best["w_bucket"][0], res.best["rrf_k_bucket"][0])
+    bare = Run("fused", {q: dataclasses.replace(r, signals=None) for q, r in up.items()})
+    with pytest.raises(ValueError, match="reads the plan signals of the upstream's graph stage"):
+        served.fuse(scored, bare, name="grasp")
     # a bucket without tuning queries gets the static fit over all of them
     only = table.subset(np.flatnonzero(table.bucket == 0))
     pooled = search_static(only, ws=ws, ks=ks).best
     assert search_bucketed(only, 3, ws=ws, ks=ks).best["w_bucket"][1:] == [pooled["w"], pooled["w"]]
-    with pytest.raises(ValueError, match="needs 3 w_bucket and k_bucket values"):
-        RerankFusionSetting(w=0.0, k=1.0, bucket_edges=[0, 10], w_bucket=[0.1], k_bucket=[1.0])
+    with pytest.raises(ValueError, match="needs 3 w_bucket and rrf_k_bucket values"):
+        RerankFusionSetting(w=0.0, rrf_k=1.0, bucket_edges=[0, 10], w_bucket=[0.1], rrf_k_bucket=[1.0])
 
 
 def test_final_fusion_rules_are_the_four_searches_over_one_table():
@@ -250,18 +258,19 @@ def test_final_fusion_rules_are_the_four_searches_over_one_table():
     bucketed, best cell and flattest region, named by prefix and depth, over one table with the graph buckets."""
     from grasp.fuse.dynamic import GRAPH_SIZE_EDGES
     from grasp.fuse.grid import cross_validate, search_bucketed
-    from grasp.tuning import final_fusion_rules
+    from grasp.lab.tune import final_fusion_rules
 
     g, up, queries = random_runs(8, n_q=40)
+    up = fused_from(g, up)
     rng = np.random.default_rng(3)
     scored = Run("reranker", {q: Ranking(q, rng.permutation(up[q].node_ids), np.linspace(1, 0, len(up[q])))
                               for q in up})
-    rules = final_fusion_rules(scored, up, queries, signals=g, depth=30, prefix="bi:")
+    rules = final_fusion_rules(scored, up, queries, depth=30, prefix="bi:")
     assert list(rules) == ["bi:static@30", "bi:static-flat@30", "bi:bucketed@30", "bi:bucketed-flat@30"]
     tables = {id(table) for table, _ in rules.values()}
     assert len(tables) == 1  # one table, four searches
     table = rules["bi:static@30"][0]
-    assert table.bucket.tolist() == [bucket_of(g[q].trace.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
+    assert table.bucket.tolist() == [bucket_of(g[q].signals.n_cand, GRAPH_SIZE_EDGES) for q in table.qids]
     assert rules["bi:static@30"][1](table).hit1 == pytest.approx(search_static(table).hit1)
     assert rules["bi:bucketed@30"][1](table).hit1 == pytest.approx(search_bucketed(table, 3).hit1)
     assert rules["bi:static-flat@30"][1](table).best == search_static(table, flat=True).best

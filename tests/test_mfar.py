@@ -114,10 +114,10 @@ def test_cli_train_with_encoder_tuning_records_the_encoder(tmp_path, capsys):
     reused), and evaluation loads the tuned mFAR."""
     import json
 
-    from grasp.artifacts import read_manifest
+    from grasp.artifacts import MFAR_ENCODER, MFAR_WEIGHTS, read_manifest
     from grasp.cli import main
     from grasp.config import load_config
-    from grasp.workspace import MFAR_ENCODER, MFAR_WEIGHTS, Workspace, mfar_encoder_id
+    from grasp.workspace import Workspace
     from tests.conftest import write_toy
 
     toy = write_toy(tmp_path / "toy")
@@ -128,8 +128,8 @@ def test_cli_train_with_encoder_tuning_records_the_encoder(tmp_path, capsys):
     assert "mFAR encoder adapter in" in capsys.readouterr().out
     ws = Workspace.open(toy, load_config(None, [*sets, f"cache_dir={tmp_path / 'c'}"]), progress=False)
     assert ws.artifact(MFAR_ENCODER) is not None
-    assert mfar_encoder_id(ws).startswith("lora:") and mfar_encoder_id(ws) != "lora:untrained"
-    assert read_manifest(ws.artifact(MFAR_WEIGHTS)).config["mfar.encoder"] == mfar_encoder_id(ws)
+    assert ws.mfar_encoder_id().startswith("lora:") and ws.mfar_encoder_id() != "lora:untrained"
+    assert read_manifest(ws.artifact(MFAR_WEIGHTS)).config["mfar.encoder"] == ws.mfar_encoder_id()
     assert list((ws.cache_dir / "embeddings").glob("field-single-*.npy"))  # re-encoded with the tuned encoder
     main([*base, "eval", "--skb", str(toy), "--method", "mfar", "--output-json", str(tmp_path / "r.json")])
     assert json.loads((tmp_path / "r.json").read_text())["n"] == 4

@@ -65,7 +65,7 @@ def check_zero_shot_choice(base, skb, cache, capsys):
     setting's checksum, so retuning grasp-zs with the other reranker makes it stale, and a configuration naming
     a reranker the setting was not tuned with does not load it."""
     from grasp.artifacts import checksum
-    from grasp.workspace import ZERO_SHOT_RERANKERS
+    from grasp.rerank.zero_shot import ZERO_SHOT_RERANKERS
 
     (ws,) = (cache / "skb").iterdir()
     zs_path = ws / "rerank-fusion-zero-shot.json"

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from grasp import methods
 from grasp.plan.cache import PlanCache
 from grasp.plan.llm import ChatClient, OpenAIChatClient
 from grasp.plan.planner import Planner, PlanNotCached
@@ -269,7 +270,7 @@ def test_plans_report_judges_plans_by_execution(toy_dir, tmp_path):
     """Statuses, rejection kinds, gold among the executed candidates and graph-only Hit@1, overall and per
     template, as the toy's four scripted plans determine them."""
     from grasp.config import load_config
-    from grasp.plan_report import plans_report, reason_kind, report_markdown
+    from grasp.lab.plan_outcomes import plans_report, reason_kind, report_markdown
     from grasp.skb import read_queries
     from grasp.workspace import Workspace
 
@@ -340,7 +341,7 @@ def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, se
     from grasp.results import Query
 
     q = Query("1", "sodium channel genes on chromosome 2", [1, 8])
-    ranking = ws.retriever("graph").batch_search([q])["1"]
+    ranking = methods.retriever(ws, "graph").batch_search([q])["1"]
     assert sorted(client.calls) == [(0.0, None), (0.7, 14), (0.7, 15)]  # one greedy call, two sampled
     t = ranking.trace
     assert [s["status"] for s in t.samples] == ["valid", "valid", "rejected"]
@@ -348,7 +349,7 @@ def test_execution_guided_planning_fuses_the_sampled_plans(toy_dir, tmp_path, se
     assert t.plan["anchors"][0]["text"] == "chromosome 2"  # the greedy plan is shown on a tie
     if top is not None:
         assert set(ranking.node_ids[:2].tolist()) == top and t.n_cand == 3
-    again = ws.retriever("graph").batch_search([q])["1"]  # every sample is cached: no new call
+    again = methods.retriever(ws, "graph").batch_search([q])["1"]  # every sample is cached: no new call
     assert len(client.calls) == 3 and again.node_ids.tolist() == ranking.node_ids.tolist()
 
 
@@ -377,7 +378,7 @@ def test_a_plan_whose_anchor_names_no_node_is_riskier(toy_dir, tmp_path, anchor,
         "target": {"var": "T", "labels": ["process"], "relevance_text": ""}, "risk_level": "normal"})
     ws.planner = Planner(ws.skb, _SeededClient({None: reply}), PlanCache(tmp_path / "p.jsonl"), retries=0,
                          builder=PromptBuilder(ws.skb))
-    ranking = ws.retriever("graph").batch_search([Query("1", "q", [1])])["1"]
+    ranking = methods.retriever(ws, "graph").batch_search([Query("1", "q", [1])])["1"]
     t = ranking.trace
     assert t.plan_status == "valid" and t.n_cand > 0 and t.risk_level == "normal"
     if confidence is not None:
@@ -416,7 +417,7 @@ def test_an_engine_failure_degrades_that_query_alone(toy_dir, tmp_path):
     from grasp.config import load_config
     from grasp.errors import GraspError
     from grasp.graph.memory import MemoryExecutor
-    from grasp.plan_report import plans_report
+    from grasp.lab.plan_outcomes import plans_report
     from grasp.results import Query
     from grasp.workspace import Workspace
 
@@ -432,7 +433,7 @@ def test_an_engine_failure_degrades_that_query_alone(toy_dir, tmp_path):
     ws.planner = Planner(ws.skb, _ScriptedClient({"genes on chromosome 1": _plan("chromosome 1", "chromosome", "on_chromosome"),
                                                   "sodium channel genes on chromosome 2": GOOD}),
                          PlanCache(tmp_path / "p.jsonl"), retries=0, builder=PromptBuilder(ws.skb))
-    graph = ws.retriever("graph")
+    graph = methods.retriever(ws, "graph")
     graph.engine = Refusing(ws.skb)
     run = graph.batch_search(queries)
     assert len(run["a"]) == 0 and run["a"].trace.risk_level == "no_trade" and "Binder" in run["a"].trace.error
@@ -485,7 +486,7 @@ def test_plans_import_replays_plans_made_elsewhere(toy_dir, tmp_path, capsys):
     ws = Workspace.open(toy_dir, GraspConfig(cache_dir=tmp_path / "c", planner={"kind": "cache"}), progress=False)
     hit = ws.planner.cached("genes on chromosome 2")
     assert hit.check.status == "valid" and hit.check.plan.anchors[0].text == "chromosome 2"
-    ranking = ws.retriever("graph").search_query(Query("q", "genes in sodium ion transport", [], None, None), 10)
+    ranking = methods.retriever(ws, "graph").search_query(Query("q", "genes in sodium ion transport", [], None, None), 10)
     assert set(ranking.node_ids.tolist()) == {1, 8}  # SCN1A and SCN2A are involved in sodium ion transport
     lines = ws.planner.cache.writable.read_text().count("\n")
     main([*base, "plans", "import", str(good_file), "--skb", str(toy_dir)])

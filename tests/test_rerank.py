@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from grasp import methods
 from grasp.config import GraspConfig, RerankerConfig
 from grasp.rerank import (
     BiEncoderReranker,
@@ -35,8 +36,8 @@ def test_bi_encoder_zero_shot(ws, minilm):
 @pytest.fixture
 def zero_shot_over_bm25(ws, minilm):
     """The zero-shot bi-encoder reranking BM25's ranking, fused with it at w 0.5, k 2."""
-    return RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout),
-                             name="grasp-zs", w=0.5, k=2)
+    return RerankedRetriever(methods.retriever(ws, "bm25"), BiEncoderReranker(minilm), CandidateSerializer(ws.skb, ws.layout),
+                             name="grasp-zs", w=0.5, rrf_k=2)
 
 
 def test_reranked_retriever_fuses_with_upstream(ws, zero_shot_over_bm25):
@@ -46,7 +47,7 @@ def test_reranked_retriever_fuses_with_upstream(ws, zero_shot_over_bm25):
     assert len(run) == 4
     r = run["0"]
     assert r.node_ids[0] == 0 and stages["reranker"]["0"].trace.reranker == "bi-encoder"
-    assert r.trace.weights == {"reranker": 0.5, "bm25": 0.5} and r.trace.k == 2
+    assert r.trace.weights == {"reranker": 0.5, "bm25": 0.5} and r.trace.rrf_k == 2
     assert "[ON CHROMOSOME]" in rr.serialize(0)
 
 
@@ -63,11 +64,11 @@ def test_reranking_shows_its_progress_per_query(ws, zero_shot_over_bm25, capsys)
 
 def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     queries = read_queries(ws.default_queries_path())
-    upstream = ws.run("bm25", queries)
+    upstream = methods.run(ws, "bm25", queries)
     # the toy pool is small: allow every non-gold candidate as a negative
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     assert records and all(r["positives"] and r["negatives"] for r in records)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
+    rr = RerankedRetriever(methods.retriever(ws, "bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
                            name="grasp-zs")
     cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
                             save_every=1, max_length=64, kind="cross-encoder")
@@ -139,7 +140,7 @@ def test_cross_encoder_learns_and_is_validated_while_training(ws, tmp_path):
     from grasp.rerank.records import validation_pools
 
     queries = read_queries(ws.default_queries_path())
-    upstream = ws.run("bm25", queries)
+    upstream = methods.run(ws, "bm25", queries)
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     serialize = CandidateSerializer(ws.skb, ws.layout)
     cfg = RerankerConfig(kind="cross-encoder", epochs=12, lr=1e-3, head_lr=5e-2, global_batch=2, micro_batch=2,
@@ -171,8 +172,8 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
     from grasp.rerank import TunedBiEncoderReranker, load_trained_reranker
 
     queries = read_queries(ws.default_queries_path())
-    records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
-    rr = RerankedRetriever(ws.retriever("bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
+    records = build_records(methods.run(ws, "bm25", queries), queries, depth=10, hard_negatives=5)
+    rr = RerankedRetriever(methods.retriever(ws, "bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
                            name="grasp-zs")
     docs = [rr.serialize(n) for n in (1, 2, 3)]
     zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
@@ -197,18 +198,18 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
 
     queries = read_queries(ws.default_queries_path())
     serializer = CandidateSerializer(ws.skb, ws.layout)
-    records = build_records(ws.run("bm25", queries), queries, depth=10, hard_negatives=5)
+    records = build_records(methods.run(ws, "bm25", queries), queries, depth=10, hard_negatives=5)
     cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
                             max_length=64, kind="bi-encoder")
     train_reranker(records, serializer, tmp_path / "bi", config=cfg, progress=False)
     reranker = TunedBiEncoderReranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
     vectors = CandidateVectors(tmp_path / "vec", serializer, reranker.document_encoder, progress=False)
-    live = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, name="grasp", depth=10)
-    stored = RerankedRetriever(ws.retriever("bm25"), reranker, serializer, name="grasp", depth=10, vectors=vectors)
+    live = RerankedRetriever(methods.retriever(ws, "bm25"), reranker, serializer, name="grasp", depth=10)
+    stored = RerankedRetriever(methods.retriever(ws, "bm25"), reranker, serializer, name="grasp", depth=10, vectors=vectors)
     assert not stored.uses_stored_vectors  # not built yet: encoded per query, as before
     stored.prepare()  # what `grasp index` does
     assert stored.uses_stored_vectors and vectors.matrix().shape == (ws.skb.candidate_ids.size, 384)
-    up = ws.run("bm25", queries, 10)
+    up = methods.run(ws, "bm25", queries, 10)
     for q in queries:
         a, b = live.rerank(q, up[q.qid]), stored.rerank(q, up[q.qid])
         assert a.node_ids.tolist() == b.node_ids.tolist()
@@ -231,23 +232,23 @@ def test_hybrid_reads_the_stored_vectors_of_its_bi_encoder_part(ws, minilm, tmp_
     serializer = CandidateSerializer(ws.skb, ws.layout)
     hybrid = build_reranker(RerankerConfig(zero_shot="hybrid"), minilm, None, BM25Config())
     assert hybrid.vector_part is hybrid.rerankers[0] and hybrid.rerankers[1].vector_part is None
-    live = RerankedRetriever(ws.retriever("bm25"), hybrid, serializer, name="grasp-zs", depth=10)
-    stored = build_reranked(ws.retriever("bm25"), hybrid, serializer, name="grasp-zs", depth=10,
-                            fusion=RerankFusionSetting(w=0.5, k=2), vectors_dir=tmp_path / "vec", progress=False)
+    live = RerankedRetriever(methods.retriever(ws, "bm25"), hybrid, serializer, name="grasp-zs", depth=10)
+    stored = build_reranked(methods.retriever(ws, "bm25"), hybrid, serializer, name="grasp-zs", depth=10,
+                            fusion=RerankFusionSetting(w=0.5, rrf_k=2), vectors_dir=tmp_path / "vec", progress=False)
     assert not stored.uses_stored_vectors
     stored.prepare()
     assert stored.uses_stored_vectors
-    alone = build_reranked(ws.retriever("bm25"), BiEncoderReranker(minilm), serializer, name="grasp-zs", depth=10,
-                           fusion=RerankFusionSetting(w=0.5, k=2), vectors_dir=tmp_path / "vec", progress=False)
+    alone = build_reranked(methods.retriever(ws, "bm25"), BiEncoderReranker(minilm), serializer, name="grasp-zs", depth=10,
+                           fusion=RerankFusionSetting(w=0.5, rrf_k=2), vectors_dir=tmp_path / "vec", progress=False)
     assert alone.uses_stored_vectors  # one store for the bi-encoder alone and inside the hybrid
-    up = ws.run("bm25", queries, 10)
+    up = methods.run(ws, "bm25", queries, 10)
     for q in queries:
         a, b = live.rerank(q, up[q.qid]), stored.rerank(q, up[q.qid])
         assert b.trace.stored_vectors and not a.trace.stored_vectors
         assert a.node_ids.tolist() == b.node_ids.tolist()
         np.testing.assert_allclose(a.scores, b.scores, rtol=0, atol=1e-4)
     with pytest.raises(ValueError, match="bi-encoder part"):
-        RerankedRetriever(ws.retriever("bm25"), hybrid.rerankers[1], serializer, name="grasp-zs",
+        RerankedRetriever(methods.retriever(ws, "bm25"), hybrid.rerankers[1], serializer, name="grasp-zs",
                           vectors=stored.vectors)
 
 

@@ -11,6 +11,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from grasp import methods
 from grasp.graph.compiler import CompiledQuery
 from tests.conftest import BOLT_PASSWORD, write_toy
 from tests.fake_llm import FakeChatServer
@@ -51,7 +52,7 @@ def test_no_request_can_write_to_the_graph_database(engine_overrides, tmp_path):
         overrides = [f"cache_dir={tmp_path / 'cache'}", "planner.kind=openai", "planner.format=flat", f"planner.base_url={srv.url}",
                      "planner.model=fake", "encoder.max_length=128", *engine_overrides]
         searcher = Searcher.open(toy, method="graph", config=load_config(None, overrides))
-        engine = searcher.workspace.retriever("graph").engine
+        engine = methods.retriever(searcher.workspace, "graph").engine
         before = _size(engine)
         assert before == (len(searcher.skb.names) + markers, int(searcher.skb.num_edges))
         client = TestClient(create_app(searcher))

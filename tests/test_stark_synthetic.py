@@ -11,7 +11,7 @@ import pytest
 
 from grasp.cli import main
 from grasp.skb import load_queries, read_stark_skb
-from grasp.skb.stark_synthetic import generate
+from grasp.testing.stark_synthetic import generate
 
 pytestmark = pytest.mark.slow
 

@@ -7,19 +7,20 @@ The public API is a handful of verbs and shapes::
     result = searcher.search("python library for parsing yaml", k=10)
     result.hits[0].stage_ranks, result.traces["graph"].cypher, result.to_dataframe()
 
-    from grasp import Workspace, evaluate_run           # lower level: one retriever per method
+    from grasp import Workspace, methods                # lower level: one retriever per method
     ws = Workspace.open("path/to/skb")
-    ranking = ws.retriever("bm25").search("python library for parsing yaml", k=10)
+    ranking = methods.retriever(ws, "bm25").search("python library for parsing yaml", k=10)
 """
 
 from grasp.api import Hit, Searcher, SearchResult, results_to_dataframe, results_to_run
 from grasp.config import GraspConfig, load_config
 from grasp.errors import FormatError, GraspError, InputError
 from grasp.eval import EvalReport, evaluate_run, markdown_table, read_run, write_run
+from grasp.methods import METHODS
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
 from grasp.skb import SKB, load_skb, read_queries, write_skb
-from grasp.workspace import METHODS, Workspace
+from grasp.workspace import Workspace
 
 __version__ = "0.1.0"
 

@@ -25,13 +25,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grasp import methods
 from grasp.config import GraspConfig, load_config
 from grasp.errors import InputError
 from grasp.graph.retriever import GraphTrace
+from grasp.methods import METHODS
 from grasp.packaged import DEMO_SKB
 from grasp.plan.build import degrade_missing_planner
 from grasp.results import Query, Ranking, Run, StageTrace
-from grasp.workspace import METHODS, Workspace
+from grasp.workspace import Workspace
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
@@ -123,15 +125,15 @@ class Searcher:
         self.workspace = workspace
         self.notes = list(notes)  # what the searcher could not set up as configured, for /health
         self.skb = workspace.skb
-        ready = workspace.readiness()
+        ready = methods.readiness(workspace)
         if method == "auto":
-            method = workspace.best_method()
+            method = methods.best_method(workspace)
         if method not in METHODS:
             raise InputError(f"unknown method {method!r}; available: auto, {', '.join(METHODS)}")
         if ready[method] is not None:
             raise InputError(f"method {method!r} is not prepared for this knowledge base: {ready[method]}")
         self.method = method
-        self.retriever = workspace.retriever(method)
+        self.retriever = methods.retriever(workspace, method)
 
     @classmethod
     def open(cls, skb: str | Path, *, method: str = "auto", config: GraspConfig | None = None,

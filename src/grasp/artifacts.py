@@ -24,6 +24,22 @@ from grasp.storage import Setting, checksum
 MANIFEST_SUFFIX = ".manifest.json"
 OnMismatch = Literal["error", "warn"]
 
+# trained artifacts, by their name in a workspace
+MFAR_WEIGHTS = "mfar/weights.pt"       # `grasp train mfar`: the best field weights
+MFAR_ENCODER = "mfar/encoder"          # `grasp train mfar` with mfar.encoder_tuning=lora: the encoder's LoRA adapter
+RERANKER_ADAPTER = "reranker/adapter"  # `grasp train reranker`: the LoRA adapter and its grasp_train.json
+FUSION_SETTING = "fusion.json"         # `grasp tune fusion`: a FusionSetting
+
+
+def final_fusion_artifact(trained: bool) -> str:
+    """`grasp tune rerank [--zero-shot]`: a RerankFusionSetting."""
+    return f"rerank-fusion-{'trained' if trained else 'zero-shot'}.json"
+
+
+ARTIFACT_LABELS = {MFAR_WEIGHTS: "mFAR weights", RERANKER_ADAPTER: "reranker adapter", FUSION_SETTING: "fusion setting",
+                   final_fusion_artifact(True): "final fusion (trained reranker)",
+                   final_fusion_artifact(False): "final fusion (zero-shot reranker)"}
+
 
 def manifest_path(artifact: Path) -> Path:
     """The sidecar beside a file or a folder artifact."""

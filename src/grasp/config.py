@@ -69,6 +69,12 @@ class SearchConfig(_Section):
                        "the API keeps this many per stage, so stage ranks reach below the k it shows)")
 
 
+class FusionConfig(_Section):
+    """Stage 2: the graph ranking fused with the dense partner's (the fusion itself is a tuned setting)."""
+
+    depth: int = Field(100, ge=1, description="results of each branch (graph, mFAR) that Stage 2 fuses")
+
+
 class PlannerConfig(_Section):
     """Stage-1 planning: which LLM, with or without the schema grammar, and its cache."""
 
@@ -227,6 +233,7 @@ class GraspConfig(_Section):
     planner: PlannerConfig = PlannerConfig()
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()
+    fusion: FusionConfig = FusionConfig()
     reranker: RerankerConfig = RerankerConfig()
     artifacts: ArtifactsConfig = ArtifactsConfig()
     seed: int = DEFAULT_SEED

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from grasp.artifacts import read_manifest
+from grasp.artifacts import ARTIFACT_LABELS, read_manifest
 from grasp.errors import FormatError
 from grasp.storage import checksum
-from grasp.workspace import ARTIFACT_LABELS, Workspace
+from grasp.workspace import Workspace
 
 
 @dataclass

@@ -48,15 +48,28 @@ class StageTrace:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class PlanSignals:
+    """What Stage 1's plan says of one query, carried by the graph ranking and by every ranking fused from it, so
+    that plan-conditioned fusion reads it from the ranking it fuses: how many candidates the plan's execution
+    returned, the plan's risk level, and how well its weakest name anchor names its node (None: no name anchor)."""
+
+    n_cand: int = 0
+    risk_level: str | None = "no_trade"
+    link_confidence: float | None = None
+
+
 @dataclass
 class Ranking:
-    """Ranked node ids for one query, best first. Ranks are 1-based positions."""
+    """Ranked node ids for one query, best first. Ranks are 1-based positions. ``signals``: the plan's, on the
+    graph stage's ranking and on those fused from it (None elsewhere)."""
 
     qid: str
     node_ids: np.ndarray
     scores: np.ndarray
     stage: str = ""
     trace: StageTrace | None = None
+    signals: PlanSignals | None = None
 
     def __post_init__(self) -> None:
         self.node_ids = np.asarray(self.node_ids, dtype=np.int64)
@@ -74,6 +87,7 @@ class Ranking:
         stage: str = "",
         k: int | None = None,
         trace: StageTrace | None = None,
+        signals: PlanSignals | None = None,
     ) -> Ranking:
         """Sort by descending score (ties: ascending node id, so results are deterministic)."""
         node_ids = np.asarray(node_ids, dtype=np.int64)
@@ -81,7 +95,7 @@ class Ranking:
         order = np.lexsort((node_ids, -scores))
         if k is not None:
             order = order[:k]
-        return cls(qid, node_ids[order], scores[order], stage, trace)
+        return cls(qid, node_ids[order], scores[order], stage, trace, signals)
 
     def __len__(self) -> int:
         return int(self.node_ids.shape[0])
@@ -91,7 +105,7 @@ class Ranking:
         return np.arange(1, len(self) + 1)
 
     def top(self, k: int) -> Ranking:
-        return Ranking(self.qid, self.node_ids[:k], self.scores[:k], self.stage, self.trace)
+        return Ranking(self.qid, self.node_ids[:k], self.scores[:k], self.stage, self.trace, self.signals)
 
     def rank_of(self, node_id: int) -> int | None:
         """1-based rank of ``node_id``, or None when it is not in the ranking."""
@@ -112,6 +126,11 @@ class Ranking:
         """Rows in PyTerrier's column names: qid, docno, score, rank (0-based, as PyTerrier)."""
         for i, (nid, s) in enumerate(zip(self.node_ids.tolist(), self.scores.tolist(), strict=True)):
             yield {"qid": self.qid, "docno": str(nid), "score": s, "rank": i}
+
+
+def carrier(*rankings: Ranking | None) -> Ranking | None:
+    """The first of these rankings that carries plan signals (None when none does)."""
+    return next((r for r in rankings if r is not None and r.signals is not None), None)
 
 
 class Run(Mapping[str, Ranking]):

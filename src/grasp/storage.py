@@ -125,6 +125,7 @@ class Setting:
     the file), read back with errors that name the file and the field, never by hand-parsed JSON."""
 
     artifact: ClassVar[str] = ""
+    renamed: ClassVar[dict[str, str]] = {}  # a field's former name -> its name: files saved before still load
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +141,7 @@ class Setting:
             raise FormatError(f"not a readable {cls.__name__} ({e})", file=path) from None
         if not isinstance(data, dict):
             raise FormatError(f"a {cls.__name__} is a JSON object", file=path)
+        data = {cls.renamed.get(name, name): value for name, value in data.items()}
         known = {f.name for f in fields(cls)}
         for name in data:
             if name not in known:

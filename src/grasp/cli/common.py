@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from grasp.config import GraspConfig
-from grasp.workspace import METHODS, Workspace
+from grasp.methods import METHODS
+from grasp.workspace import Workspace
 
 
 def config_of(ctx: click.Context) -> GraspConfig:

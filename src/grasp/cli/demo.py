@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from grasp import methods
 from grasp.cli.common import config_of
 from grasp.errors import GraspError
 from grasp.packaged import DEMO_SKB
@@ -23,9 +24,10 @@ def demo(ctx, skb_dir, examples, split):
     """Build the demo KB's indexes, evaluate every prepared method on its test queries, answer a few
     examples with the most complete pipeline and show why it ranked them so."""
     from grasp.api import Searcher
-    from grasp.eval.report import markdown_table
+    from grasp.eval.evaluate import markdown_table
+    from grasp.methods import METHODS
     from grasp.plan.build import degrade_missing_planner
-    from grasp.workspace import METHODS, Workspace
+    from grasp.workspace import Workspace
 
     config = config_of(ctx)
     note = degrade_missing_planner(config)
@@ -34,14 +36,14 @@ def demo(ctx, skb_dir, examples, split):
     click.echo(f"{ws.skb!r}: {len(queries)} {split} queries")
     if note:
         click.echo(f"note: {note}")
-    ready = ws.readiness()
+    ready = methods.readiness(ws)
     reports = []
     for m in METHODS:
         if ready[m] is not None:
             click.echo(f"skipped {m}: {ready[m]}")
             continue
         try:
-            _, report = ws.evaluate(m, queries)
+            _, report = methods.evaluate(ws, m, queries)
         except GraspError as e:
             click.echo(f"skipped {m}: {e}")
             continue

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from grasp import methods
 from grasp.cli.common import config_of, queries_option, skb_option, stark_option, workspace
 from grasp.errors import GraspError
 
@@ -26,7 +27,7 @@ def plans() -> None:
 @click.pass_context
 def plans_build(ctx, skb_dir, stark_dataset, queries_file, split, limit, output_json):
     """Plan every selected query; an interrupted run resumes where it stopped."""
-    from grasp.plan.report import summarise
+    from grasp.plan.summary import summarise
     from grasp.storage import write_json
 
     ws = workspace(ctx, skb_dir, stark_dataset)
@@ -52,7 +53,7 @@ def plans_report_cmd(ctx, skb_dir, stark_dataset, queries_file, split, limit, ou
     """Plans judged by execution: usable / repaired / rejected by reason, gold among the executed candidates,
     graph-only Hit@1 and MRR, overall and per template. Queries without a cached plan are planned (add
     --set planner.kind=cache --set planner.on_miss=no_trade to spend no LLM call)."""
-    from grasp.plan_report import plans_report, report_markdown
+    from grasp.lab.plan_outcomes import plans_report, report_markdown
     from grasp.storage import write_json
 
     ws = workspace(ctx, skb_dir, stark_dataset)
@@ -126,7 +127,7 @@ def plans_examples(ctx, skb_dir, stark_dataset, split, limit, max_examples):
     if ws.examples_path.exists():
         raise GraspError(f"{ws.examples_path} exists; delete it to select again")
     queries = ws.queries(split=split, limit=limit)
-    chosen = select_examples(ws.retriever("graph"), queries, max_examples=max_examples, progress=ctx.obj["progress"])
+    chosen = select_examples(methods.retriever(ws, "graph"), queries, max_examples=max_examples, progress=ctx.obj["progress"])
     write_examples(chosen, ws.examples_path)
     click.echo(f"{len(chosen)} examples -> {ws.examples_path}; later plans use them (a new prompt hash)")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from grasp import methods
 from grasp.cli.common import (
     config_of,
     echo_hit,
@@ -44,7 +45,7 @@ def eval_cmd(ctx, skb_dir, stark_dataset, queries_file, split, method, limit, k,
     queries = ws.queries(queries_file, split=split, limit=limit)
     if not queries:
         raise GraspError(f"no queries selected (split={split!r}, limit={limit})")
-    run, report = ws.evaluate(method, queries, k)
+    run, report = methods.evaluate(ws, method, queries, k)
     report.info.update({"split": split, "queries_file": str(queries_file or ws.default_queries_path())})
     if output_json:
         write_json(output_json, report.to_json())
@@ -115,21 +116,21 @@ def serve(ctx, skb_dir, stark_dataset, method, host, port):
 @click.command()
 @skb_option
 @stark_option
-@click.option("--method", "methods", multiple=True, type=method_choice(),
+@click.option("--method", "method_names", multiple=True, type=method_choice(),
               help="Methods to build (default: every method whose trained parts exist).")
 @click.pass_context
-def index(ctx, skb_dir, stark_dataset, methods):
+def index(ctx, skb_dir, stark_dataset, method_names):
     """Build (or verify) the indexes of the given methods ahead of time."""
     ws = workspace(ctx, skb_dir, stark_dataset)
-    if not methods:
-        readiness = ws.readiness()
-        methods = [m for m, missing in readiness.items() if missing is None]
-        for m, missing in readiness.items():
+    if not method_names:
+        ready = methods.readiness(ws)
+        method_names = [m for m, missing in ready.items() if missing is None]
+        for m, missing in ready.items():
             if missing is not None:
                 click.echo(f"{m}: skipped ({missing})")
-    for m in methods:
+    for m in method_names:
         t0 = time.perf_counter()
-        ws.retriever(m).prepare()
+        methods.retriever(ws, m).prepare()
         click.echo(f"{m}: ready ({time.perf_counter() - t0:.0f} s)")
     click.echo(f"indexes in {ws.cache_dir}")
 
@@ -177,7 +178,7 @@ def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     with stage_printer(ctx):
-        ranking = ws.retriever("graph").search_query(Query("q", query), k)
+        ranking = methods.retriever(ws, "graph").search_query(Query("q", query), k)
     trace = ranking.trace
     if as_json:
         rows = [{"rank": r + 1, "node_id": int(n), "name": ws.skb.names[n], "score": float(s)}

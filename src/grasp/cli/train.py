@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from grasp import methods
 from grasp.cli.common import method_choice, skb_option, stark_option, workspace
 
 
@@ -23,9 +24,10 @@ def train_group() -> None:
 def train_mfar(ctx, skb_dir, stark_dataset, limit):
     """Train mFAR's field weights on the train split, early-stopping on val; with mfar.encoder_tuning=lora,
     first its encoder (LoRA) jointly with them. Resumes if interrupted."""
+    from grasp.artifacts import MFAR_ENCODER, MFAR_WEIGHTS
+    from grasp.methods import mfar_expects, mfar_method
     from grasp.text.mfar import train
     from grasp.text.mfar.train import tune_encoder
-    from grasp.workspace import MFAR_ENCODER, MFAR_WEIGHTS, mfar_expects, mfar_method
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.mfar
@@ -59,27 +61,27 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
 def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     """LoRA-train the reranker (reranker.kind: bi-encoder by default, cross-encoder or llm-yes-no) on hard negatives
     from the Stage-2 top-100 of the train split (resumable)."""
+    from grasp.artifacts import RERANKER_ADAPTER
     from grasp.rerank import build_records, train_reranker
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.records import validation_pools, write_bundle
     from grasp.rerank.train import mean_loss
-    from grasp.workspace import RERANKER_ADAPTER
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = with_skb_instruction(ws.config.reranker, ws.skb)  # the LLM yes/no kind's; a bundle carries it
     queries = ws.queries(split=cfg.train_split, limit=limit)
-    records = build_records(ws.run(pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
+    records = build_records(methods.run(ws, pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
     serialize = ws.serializer
     if export_path is not None:
         val = ws.queries(split=cfg.val_split)
-        counts = write_bundle(export_path, records, validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth),
+        counts = write_bundle(export_path, records, validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth),
                               serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump(),
                                                "manifest": {"skb": ws.skb_identity, "data": {cfg.train_split: len(queries)},
                                                             "config": ws.expects(RERANKER_ADAPTER)}})
         click.echo(f"{counts} -> {export_path}")
         return
     val = ws.queries(split=cfg.val_split, limit=cfg.eval_queries)  # the reranker alone, validated as it trains
-    val_pools = validation_pools(ws.run(pool, val, cfg.depth), val, cfg.depth) if val else []
+    val_pools = validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth) if val else []
     state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
                            progress=ctx.obj["progress"], val_pools=val_pools)
     ws.record_artifact(RERANKER_ADAPTER, data={cfg.train_split: len(queries)},
@@ -106,7 +108,7 @@ def tune_group() -> None:
 @click.pass_context
 def tune_fusion_cmd(ctx, skb_dir, stark_dataset, split, dense_method, limit, heatmap):
     """Grid-search static and dynamic RRF on validation runs; save the better setting with the index."""
-    from grasp.tuning import tune_fusion
+    from grasp.lab.tune import tune_fusion
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     setting, info = tune_fusion(ws, split=split, dense_method=dense_method, limit=limit, heatmap=heatmap)
@@ -126,7 +128,7 @@ def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
     """Choose the final fusion of the reranker's and the upstream rankings on validation: reranked depth, static or
     bucketed (w, k) (one per bucket of graph candidates) and, zero-shot under reranker.zero_shot=auto, the reranker,
     by cross-validated Hit@1."""
-    from grasp.tuning import tune_rerank
+    from grasp.lab.tune import tune_rerank
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     click.echo(json.dumps(tune_rerank(ws, trained=not zero_shot, split=split, limit=limit).to_json(), indent=1))
@@ -144,7 +146,7 @@ def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
 def report(ctx, skb_dir, stark_dataset, split, limit, out_dir, sensitivity):
     """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions and
     the validation sensitivity figures."""
-    from grasp.report import ablation
+    from grasp.lab.ablation import ablation
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir, sensitivity_figures=sensitivity))

@@ -1,7 +1,7 @@
 """Evaluation: STaRK's metrics, reports, TREC files."""
 
+from grasp.eval.evaluate import EvalReport, evaluate_run, markdown_table
 from grasp.eval.metrics import DEFAULT_METRICS, hit_at_k, recall_at_k, reciprocal_rank, score_query
-from grasp.eval.report import EvalReport, evaluate_run, markdown_table
 from grasp.eval.trec import read_run, write_qrels, write_run
 
 __all__ = [

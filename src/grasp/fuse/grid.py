@@ -23,7 +23,7 @@ import numpy as np
 
 from grasp.fuse.dynamic import BUCKET_EDGES, plan_bucket, risk_index
 from grasp.plan.model import RISK_LEVELS
-from grasp.results import Query, Run
+from grasp.results import Query, Run, carrier
 
 STATIC_W = tuple(round(0.05 * i, 2) for i in range(21))
 STATIC_K = (1, 2, 5, 10, 20, 40, 60, 80, 100)
@@ -44,12 +44,10 @@ class FusionTable:
 
     @classmethod
     def build(cls, graph: Run, dense: Run, queries: Sequence[Query], *, candidate_mask: np.ndarray | None = None,
-              depth: int = 100, link_floor: float = 0.0, signals: Run | None = None,
-              edges: Sequence[int] = BUCKET_EDGES) -> FusionTable:
+              depth: int = 100, link_floor: float = 0.0, edges: Sequence[int] = BUCKET_EDGES) -> FusionTable:
         """``graph`` and ``dense`` are the first and second runs fused; the plan signals (n_cand bucket by
-        ``edges``, risk level) come from ``signals``' graph rankings, by default the first run's (Stage 2;
-        the final fusion passes the upstream's graph stage)."""
-        signals = graph if signals is None else signals
+        ``edges``, risk level) are those either ranking carries (Stage 2: the graph ranking's; the final fusion:
+        the upstream's, fused from the graph ranking)."""
         rows = []
         for q in queries:
             g = graph.get(q.qid)
@@ -59,7 +57,7 @@ class FusionTable:
             ids = sorted(set(rg) | set(rm))  # ascending id: argmax's first maximum = the tie-break of rankings
             if candidate_mask is not None:
                 ids = [i for i in ids if candidate_mask[i]]
-            rows.append((ids, rg, rm, set(q.answer_ids), *plan_bucket(signals.get(q.qid), edges, link_floor)))
+            rows.append((ids, rg, rm, set(q.answer_ids), *plan_bucket(carrier(g, m), edges, link_floor)))
         width = max([len(r[0]) for r in rows] + [1])
         n = len(rows)
         rank_g = np.full((n, width), np.inf)
@@ -107,13 +105,13 @@ class GridResult:
     def hits(self, table: FusionTable) -> np.ndarray:
         """(Q,) bool: Hit@1 of the chosen setting on (other) queries."""
         if self.mode == "static":
-            return table.hits_at_1(self.best["w"], 1.0 - self.best["w"], self.best["k"])
+            return table.hits_at_1(self.best["w"], 1.0 - self.best["w"], self.best["rrf_k"])
         if self.mode == "bucketed":
             w = np.asarray(self.best["w_bucket"])[table.bucket]
-            return table.hits_at_1(w, 1.0 - w, np.asarray(self.best["k_bucket"])[table.bucket])
+            return table.hits_at_1(w, 1.0 - w, np.asarray(self.best["rrf_k_bucket"])[table.bucket])
         w_bucket = np.asarray(self.best["w_bucket"])
         m_risk = np.asarray([self.best["m_risk"][r] for r in RISK_LEVELS])
-        return table.hits_at_1(w_bucket[table.bucket] * m_risk[table.risk], 1.0, self.best["k"])
+        return table.hits_at_1(w_bucket[table.bucket] * m_risk[table.risk], 1.0, self.best["rrf_k"])
 
 
 def neighbourhood_mean(surface: np.ndarray) -> np.ndarray:
@@ -130,7 +128,7 @@ def search_static(table: FusionTable, ws: Sequence[float] = STATIC_W, ks: Sequen
     surface = np.array([[table.hits_at_1(w, 1.0 - w, k).mean() for k in ks] for w in ws])
     i, j = np.unravel_index(np.argmax(neighbourhood_mean(surface) if flat else surface), surface.shape)
     top = float(surface.max())
-    return GridResult("static", {"w": float(ws[i]), "k": float(ks[j])}, float(surface[i, j]), surface.size,
+    return GridResult("static", {"w": float(ws[i]), "rrf_k": float(ks[j])}, float(surface[i, j]), surface.size,
                       int((surface >= top - 0.01 - 1e-12).sum()), surface, {"w": list(ws), "k": list(ks)})
 
 
@@ -146,13 +144,13 @@ def search_bucketed(table: FusionTable, n_buckets: int, ws: Sequence[float] = ST
         if rows.size == 0:
             pooled = pooled or search_static(table, ws, ks, flat=flat)
             w_bucket.append(pooled.best["w"])
-            k_bucket.append(pooled.best["k"])
+            k_bucket.append(pooled.best["rrf_k"])
             continue
         part = search_static(table.subset(rows), ws, ks, flat=flat)
         w_bucket.append(part.best["w"])
-        k_bucket.append(part.best["k"])
+        k_bucket.append(part.best["rrf_k"])
         hits += part.hit1 * rows.size
-    return GridResult("bucketed", {"w_bucket": w_bucket, "k_bucket": k_bucket}, hits / max(len(table.qids), 1),
+    return GridResult("bucketed", {"w_bucket": w_bucket, "rrf_k_bucket": k_bucket}, hits / max(len(table.qids), 1),
                       len(ws) * len(ks) * n_buckets, 0)
 
 
@@ -224,7 +222,7 @@ def search_dynamic(table: FusionTable, ks: Sequence[float] = DYNAMIC_K, w_bucket
     flat = int(np.argmax(total))
     pos = np.unravel_index(flat, shape)
     best = {
-        "k": float(ks[pos[0]]),
+        "rrf_k": float(ks[pos[0]]),
         "w_bucket": [float(w_bucket[b][pos[1 + b]]) for b in range(n_b)],
         "m_risk": {RISK_LEVELS[r]: float(m_risk[r][pos[1 + n_b + r]]) for r in range(n_r)},
     }

@@ -22,16 +22,22 @@ from grasp.storage import Setting
 class FusionSetting(Setting):
     """Stage 2's fusion, as `grasp tune fusion` chose it on validation."""
 
-    artifact: ClassVar[str] = "fusion.json"  # grasp.workspace.FUSION_SETTING
+    artifact: ClassVar[str] = "fusion.json"  # grasp.artifacts.FUSION_SETTING
+    renamed: ClassVar[dict[str, str]] = {"k": "rrf_k"}
 
     mode: str                      # "static" or "dynamic"
-    k: float
+    rrf_k: float                   # RRF's constant (not a result depth)
     w: float | None = None         # static graph weight
     w_bucket: list[float] | None = None
     m_risk: dict[str, float] | None = None
     val_hit1: float | None = None
     info: dict = field(default_factory=dict)
     link_floor: float = 0.0        # dynamic: plans whose anchors name no node below this count one risk level lower
+    dense_method: str = "mfar"     # the method whose ranking the graph's is fused with
+
+    def __post_init__(self) -> None:
+        if "dense_method" in self.info:  # where settings saved before it was a field of its own kept it
+            self.dense_method = self.info.pop("dense_method")
 
     def graph_weight(self, graph: Ranking | None) -> float:
         """Dynamic mode: the weight of the graph ranking for one query, from its plan's signals."""
@@ -40,15 +46,16 @@ class FusionSetting(Setting):
 
     def fuse(self, graph: Run, dense: Run, *, name: str, depth: int | None = None, top: int | None = None) -> Run:
         if self.mode == "static":
-            return static_rrf(graph, dense, w=float(self.w), k=self.k, depth=depth, name=name, top=top)
+            return static_rrf(graph, dense, w=float(self.w), rrf_k=self.rrf_k, depth=depth, name=name, top=top)
         weights = {qid: self.graph_weight(graph.get(qid)) for qid in dict.fromkeys([*graph, *dense])}
-        return dynamic_rrf(graph, dense, weights, k=self.k, depth=depth, name=name, top=top)
+        return dynamic_rrf(graph, dense, weights, rrf_k=self.rrf_k, depth=depth, name=name, top=top)
 
 
 class FusedRetriever(Retriever):
     name = "fused"
 
     def __init__(self, graph: Retriever, dense: Retriever, setting: FusionSetting, *, depth: int = 100) -> None:
+        """``depth``: how many results of each branch are fused (``fusion.depth``)."""
         self.graph, self.dense, self.setting, self.depth = graph, dense, setting, depth
 
     def children(self) -> list[Retriever]:

@@ -24,7 +24,7 @@ from grasp.graph.linking import AnchorLinker, link_confidence
 from grasp.plan.model import RISK_LEVELS
 from grasp.plan.planner import Planner, PlanOutcome
 from grasp.progress import announce
-from grasp.results import Query, Ranking, Run, StageTrace
+from grasp.results import PlanSignals, Query, Ranking, Run, StageTrace
 from grasp.retriever import Retriever
 
 
@@ -49,6 +49,11 @@ class GraphTrace(StageTrace):
     agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
     link_confidence: float | None = None  # how well the weakest name anchor names its node (plan_signals)
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
+
+    @property
+    def signals(self) -> PlanSignals:
+        """What fusion downstream reads of this plan (carried by the ranking, and by every ranking fused from it)."""
+        return PlanSignals(self.n_cand, self.risk_level, self.link_confidence)
 
 
 @dataclass
@@ -165,7 +170,7 @@ class GraphRetriever(Retriever):
                              for o, r in zip(outcomes, runs, strict=True)]
         run = runs[chosen]
         if run is None or ids is None:
-            return Ranking(query.qid, [], [], stage=self.name, trace=trace)
+            return Ranking(query.qid, [], [], stage=self.name, trace=trace, signals=trace.signals)
         trace.n_cand = int(ids.size)
         trace.link_confidence = run.confidence
         trace.bindings = [b.to_json(self.skb.names) for b in run.bindings.values()]
@@ -174,7 +179,7 @@ class GraphRetriever(Retriever):
         for r in runs:  # every executed plan's steps, summed
             for step, ms in (r.timings.items() if r is not None else ()):
                 trace.timings_ms[step] = round(trace.timings_ms.get(step, 0.0) + ms, 2)
-        return Ranking.from_scores(query.qid, ids, scores, stage=self.name, k=k, trace=trace)
+        return Ranking.from_scores(query.qid, ids, scores, stage=self.name, k=k, trace=trace, signals=trace.signals)
 
     def _agree(self, outcomes: list[PlanOutcome], runs: list[_Execution | None]):
         """Execution-guided planning over K plans: each candidate scores the mean of its scores under the K plans
@@ -208,14 +213,15 @@ class GraphRetriever(Retriever):
 
 
 def plan_signals(ranking: Ranking | None, link_floor: float = 0.0) -> tuple[int, str | None]:
-    """(n_cand, risk_level) of a graph ranking: what plan-conditioned fusion reads (no plan: 0, no_trade).
-    With ``link_floor`` > 0, a plan whose weakest name anchor names its node less well than that (its
-    ``link_confidence``: the planner bound a description as an entity) counts one risk level lower, so
-    that fusion leans on the dense branch; tuning and serving both read the signals here."""
-    trace = ranking.trace if ranking is not None else None
-    if not isinstance(trace, GraphTrace):
+    """(n_cand, risk_level) of a ranking carrying the plan's signals (the graph stage's, or one fused from it):
+    what plan-conditioned fusion reads (none: 0, no_trade). With ``link_floor`` > 0, a plan whose weakest name
+    anchor names its node less well than that (its ``link_confidence``: the planner bound a description as an
+    entity) counts one risk level lower, so that fusion leans on the dense branch; tuning and serving both read
+    the signals here."""
+    signals = ranking.signals if ranking is not None else None
+    if signals is None:
         return 0, "no_trade"
-    risk = trace.risk_level
-    if trace.link_confidence is not None and trace.link_confidence < link_floor:
+    risk = signals.risk_level
+    if signals.link_confidence is not None and signals.link_confidence < link_floor:
         risk = lower_risk(risk)
-    return trace.n_cand, risk
+    return signals.n_cand, risk

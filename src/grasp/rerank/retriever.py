@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 
 from grasp.fuse.dynamic import plan_bucket
 from grasp.fuse.rrf import rrf, static_rrf
-from grasp.graph.retriever import GRAPH_STAGE
 from grasp.progress import announce
 from grasp.rerank.base import Reranker
 from grasp.rerank.vectors import CandidateVectors
@@ -43,7 +42,7 @@ class RerankFusionSetting(Setting):
     """The final fusion (reranker and upstream rankings), as `grasp tune rerank` chose it on validation."""
 
     w: float
-    k: float
+    rrf_k: float                   # RRF's constant (not a result depth)
     depth: int | None = None       # the rerank depth it was tuned at
     val_hit1: float | None = None
     split: str = "val"
@@ -61,56 +60,57 @@ class RerankFusionSetting(Setting):
     # each bucket's (w, k), which serving uses instead of (w, k) (then the static fit at the same depth)
     bucket_edges: list[int] | None = None
     w_bucket: list[float] | None = None
-    k_bucket: list[float] | None = None
+    rrf_k_bucket: list[float] | None = None
     bucket_n: list[int] | None = None   # the tuning queries in each bucket
 
-    artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.workspace.final_fusion_artifact names each
+    artifact: ClassVar[str] = ""  # two of them (trained, zero-shot): grasp.artifacts.final_fusion_artifact names each
+    renamed: ClassVar[dict[str, str]] = {"k": "rrf_k", "k_bucket": "rrf_k_bucket"}
 
     def __post_init__(self) -> None:
         if self.bucket_edges is not None:
             n = len(self.bucket_edges) + 1
-            if len(self.w_bucket or []) != n or len(self.k_bucket or []) != n:
-                raise ValueError(f"a bucketed final fusion needs {n} w_bucket and k_bucket values "
+            if len(self.w_bucket or []) != n or len(self.rrf_k_bucket or []) != n:
+                raise ValueError(f"a bucketed final fusion needs {n} w_bucket and rrf_k_bucket values "
                                  f"(one per bucket of bucket_edges {self.bucket_edges})")
 
     @property
     def bucketed(self) -> bool:
         return self.bucket_edges is not None
 
-    def params(self, graph: Ranking | None) -> tuple[float, float]:
-        """(w, k) of the final fusion for one query, from its upstream graph ranking's plan signals (a query
-        without a graph ranking has no graph candidate)."""
+    def params(self, upstream: Ranking | None) -> tuple[float, float]:
+        """(w, k) of the final fusion for one query, from the plan signals its upstream ranking carries (a query
+        without them has no graph candidate)."""
         if not self.bucketed:
-            return self.w, self.k
-        b, _ = plan_bucket(graph, self.bucket_edges)  # type: ignore[arg-type]
-        return float(self.w_bucket[b]), float(self.k_bucket[b])  # type: ignore[index]
+            return self.w, self.rrf_k
+        b, _ = plan_bucket(upstream, self.bucket_edges)  # type: ignore[arg-type]
+        return float(self.w_bucket[b]), float(self.rrf_k_bucket[b])  # type: ignore[index]
 
-    def fuse(self, scored: Run, upstream: Run, *, signals: Run | None = None, name: str,
-             top: int | None = None) -> Run:
-        """The reranker's run fused with the upstream one; ``signals``: the upstream's graph stage (bucketed)."""
+    def fuse(self, scored: Run, upstream: Run, *, name: str, top: int | None = None) -> Run:
+        """The reranker's run fused with the upstream one (bucketed: by the plan signals its rankings carry)."""
         if not self.bucketed:
-            return static_rrf(scored, upstream, w=self.w, k=self.k, name=name, top=top)
-        if signals is None:  # every query would silently take the no-graph-candidate bucket's weights
-            raise ValueError(f"the {self.rule or 'bucketed'} final fusion reads the upstream's graph stage: "
-                             f"{upstream.name} has none")
-        params = {qid: self.params(signals.get(qid)) for qid in dict.fromkeys([*scored, *upstream])}
-        return rrf(scored, upstream, lambda qid: (params[qid][0], 1.0 - params[qid][0]), k=lambda qid: params[qid][1],
+            return static_rrf(scored, upstream, w=self.w, rrf_k=self.rrf_k, name=name, top=top)
+        if not any(r.signals is not None for r in upstream.values()):
+            # every query would silently take the no-graph-candidate bucket's weights
+            raise ValueError(f"the {self.rule or 'bucketed'} final fusion reads the plan signals of the upstream's "
+                             f"graph stage: {upstream.name} carries none")
+        params = {qid: self.params(upstream.get(qid)) for qid in dict.fromkeys([*scored, *upstream])}
+        return rrf(scored, upstream, lambda qid: (params[qid][0], 1.0 - params[qid][0]), rrf_k=lambda qid: params[qid][1],
                    mode="bucketed", name=name, top=top)
 
 
 class RerankedRetriever(Retriever):
     def __init__(self, upstream: Retriever, reranker: Reranker, serializer: CandidateSerializer, *,
-                 name: str, depth: int = 100, w: float = 0.5, k: float = 2.0,
+                 name: str, depth: int = 100, w: float = 0.5, rrf_k: float = 2.0,
                  fusion: RerankFusionSetting | None = None, vectors: CandidateVectors | None = None) -> None:
         """``name``: the method (``grasp`` trained, ``grasp-zs`` zero-shot); ``fusion``: the final fusion
-        (default: static RRF at ``w``, ``k``); ``vectors``: the stored candidate vectors of a bi-encoder
+        (default: static RRF at ``w``, ``rrf_k``); ``vectors``: the stored candidate vectors of a bi-encoder
         reranker, used once built (``grasp index``), else candidates are serialized and encoded per query."""
         if vectors is not None and reranker.vector_part is None:
             raise ValueError(f"stored vectors need a reranker with a bi-encoder part, not {reranker.name}")
         self.name = name
         self.upstream, self.reranker, self.serialize = upstream, reranker, serializer
         self.depth = depth
-        self.fusion = fusion if fusion is not None else RerankFusionSetting(w=w, k=k)
+        self.fusion = fusion if fusion is not None else RerankFusionSetting(w=w, rrf_k=rrf_k)
         self.vectors = vectors
 
     def children(self) -> list[Retriever]:
@@ -139,15 +139,14 @@ class RerankedRetriever(Retriever):
         stages = self.upstream.batch_search_stages(queries, max(k, self.depth), progress=progress)
         if RERANKER_STAGE in stages:  # an upstream reranker (the zero-shot one under the trained one) keeps its run
             stages[f"{RERANKER_STAGE}:{self.upstream.name}"] = stages.pop(RERANKER_STAGE)
-        scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress,
-                                         signals=stages.get(GRAPH_STAGE))
+        scored, out = self.from_upstream(queries, stages[self.upstream.name], k, progress=progress)
         return {**stages, RERANKER_STAGE: scored, self.name: out}
 
-    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100, *, progress: bool = False,
-                      signals: Run | None = None) -> tuple[Run, Run]:
-        """(the reranker's own ranking, the final fused one) over an upstream run already made; ``signals``:
-        the upstream's graph stage, whose plan signals a bucketed final fusion reads; ``progress`` shows a bar
-        per query (an LLM reranker reading serialized candidates takes seconds a query)."""
+    def from_upstream(self, queries: Sequence[Query], up: Run, k: int = 100, *,
+                      progress: bool = False) -> tuple[Run, Run]:
+        """(the reranker's own ranking, the final fused one) over an upstream run already made (a bucketed final
+        fusion reads the plan signals its rankings carry); ``progress`` shows a bar per query (an LLM reranker
+        reading serialized candidates takes seconds a query)."""
         t0 = time.perf_counter()
         announce("reranking", f"reranking the top {self.depth} with the {self.reranker.name} reranker"
                  + (" (stored vectors)" if self.uses_stored_vectors else ""))
@@ -156,7 +155,7 @@ class RerankedRetriever(Retriever):
             scored.add(self.rerank(q, up.get(q.qid) or Ranking(q.qid, [], [])))
         scored.seconds = time.perf_counter() - t0
         upstream = Run(up.name, {q.qid: up[q.qid] for q in queries if q.qid in up})
-        out = self.fusion.fuse(scored, upstream, signals=signals, name=self.name, top=k)
+        out = self.fusion.fuse(scored, upstream, name=self.name, top=k)
         out.seconds = 0.0  # the final fusion is negligible beside the reranker; its time is in "reranker"
         return scored, out
 

@@ -21,7 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from grasp import __version__
+from grasp import __version__, methods
 from grasp.api import MAX_K, MAX_QUERY_CHARS, Searcher
 from grasp.errors import GraspError, InputError
 from grasp.progress import listening
@@ -117,7 +117,7 @@ def create_app(searcher: Searcher) -> FastAPI:
     def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "kb": searcher.skb.schema.name, "method": searcher.method,
                 "nodes": len(searcher.skb.names), "uptime_s": round(time.time() - started, 1),
-                "methods": searcher.workspace.readiness(), "notes": searcher.notes}
+                "methods": methods.readiness(searcher.workspace), "notes": searcher.notes}
 
     @app.get("/schema")
     def schema() -> dict[str, Any]:

@@ -24,7 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from grasp.config import DEFAULT_SEED, MFARConfig
-from grasp.eval.report import evaluate_run
+from grasp.eval.evaluate import evaluate_run
 from grasp.results import Query
 from grasp.storage import atomic_dir, atomic_file
 from grasp.text.mfar.retriever import MFARRetriever

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from grasp import methods
 from grasp.eval.metrics import score_query
 from grasp.results import Query
 from grasp.workspace import Workspace
@@ -29,7 +30,7 @@ def reason_kind(reason: str | None) -> str:
 
 def plans_report(ws: Workspace, queries: Sequence[Query], *, progress: bool = False) -> dict:
     """The table (``rows``: overall first, then one per template) and the rejection reasons by kind."""
-    graph = ws.retriever("graph")
+    graph = methods.retriever(ws, "graph")
     outcomes = ws.planner.plan_many(queries, progress=progress)
     per_query = []
     mask = ws.skb.candidate_mask

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grasp.artifacts import code_version
+from grasp import methods
+from grasp.artifacts import ARTIFACT_LABELS, code_version
 from grasp.errors import GraspError
-from grasp.eval.report import EvalReport, evaluate_run, markdown_table
-from grasp.graph.retriever import GRAPH_STAGE
+from grasp.eval.evaluate import EvalReport, evaluate_run, markdown_table
 from grasp.packaged import DATA
 from grasp.storage import checksum
-from grasp.workspace import ARTIFACT_LABELS, Workspace
+from grasp.workspace import Workspace
 
 STAGES = [
     ("bm25", "BM25"),
@@ -30,22 +30,21 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
              sensitivity_figures: bool = True) -> str:
     """Each stage is computed once: the most complete prepared method runs with all its stages kept
     (graph, mFAR, fused, reranker and the final fusion, grasp or grasp-zs), the zero-shot reranker reranks that same fused run, and the
-    baselines run on their own. Then the validation sensitivity figures (:mod:`grasp.sensitivity`)."""
+    baselines run on their own. Then the validation sensitivity figures (:mod:`grasp.lab.sensitivity`)."""
     queries = ws.queries(split=split, limit=limit)
-    ready = ws.readiness()
+    ready = methods.readiness(ws)
     k = ws.config.search.depth
     runs: dict = {}
     full = next((m for m in ("grasp", "grasp-zs", "fused") if ready[m] is None), None)
     if full is not None:
-        runs.update(ws.retriever(full).batch_search_stages(queries, k, progress=ws.progress))
+        runs.update(methods.retriever(ws, full).batch_search_stages(queries, k, progress=ws.progress))
         if full == "grasp" and ready["grasp-zs"] is None and "grasp-zs" not in runs:  # grasp over fused
-            runs["grasp-zs"] = ws.retriever("grasp-zs").from_upstream(queries, runs["fused"], k, progress=ws.progress,
-                                                                      signals=runs.get(GRAPH_STAGE))[1]
+            runs["grasp-zs"] = methods.retriever(ws, "grasp-zs").from_upstream(queries, runs["fused"], k, progress=ws.progress)[1]
     reports, skipped = [], []
     for method, label in STAGES:
         if method not in runs:
             try:
-                runs[method] = ws.run(method, queries, k)
+                runs[method] = methods.run(ws, method, queries, k)
             except GraspError as e:
                 skipped.append(f"- {label}: skipped ({e})")
                 continue
@@ -72,7 +71,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         lines.append(f"| {q.text[:90]} | " + " | ".join(cells) + " |")
         picked += 1
     if sensitivity_figures:
-        from grasp.sensitivity import sensitivity
+        from grasp.lab.sensitivity import sensitivity
 
         lines += ["", *sensitivity(ws, out_dir)]
     provenance = report_provenance(ws, split=split, limit=limit)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from grasp import methods
+from grasp.artifacts import final_fusion_artifact
 from grasp.fuse.dynamic import GRAPH_SIZE_EDGES
 from grasp.fuse.grid import (
     FusionTable,
@@ -21,10 +23,11 @@ from grasp.fuse.grid import (
     search_static,
 )
 from grasp.fuse.retriever import FusionSetting
-from grasp.graph.retriever import GRAPH_STAGE
+from grasp.methods import reranked_method
 from grasp.rerank.retriever import RerankFusionSetting
+from grasp.rerank.zero_shot import zero_shot_choices
 from grasp.results import Query, Ranking, Run
-from grasp.workspace import Workspace, final_fusion_artifact, reranked_method, zero_shot_choices
+from grasp.workspace import Workspace
 
 LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
 RERANK_DEPTHS = (30, 100)  # final fusion: reranked depths compared (the shipped settings were tuned at 30; paper 100)
@@ -40,8 +43,8 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     neighbourhood), and dynamic RRF for each link floor. Each rule's held-out Hit@1 over ``n_folds``
     folds decides (ties: the simpler); the info says how the plain in-sample argmax would have fared."""
     queries = ws.queries(split=split, limit=limit)
-    graph_run = ws.run("graph", queries)
-    dense_run = ws.run(dense_method, queries)
+    graph_run = methods.run(ws, "graph", queries)
+    dense_run = methods.run(ws, dense_method, queries)
     tables = {floor: FusionTable.build(graph_run, dense_run, queries, candidate_mask=ws.skb.candidate_mask,
                                        link_floor=floor) for floor in link_floors}
     plain = tables[link_floors[0]]  # static weights ignore the plan's signals
@@ -53,16 +56,18 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     fitted = {name: search(table) for name, (table, search) in rules.items()}
     best = fitted[chosen]
     static = fitted["static"]
-    info = {"split": split, "n": len(queries), "dense_method": dense_method, "chosen": chosen,
+    info = {"split": split, "n": len(queries), "chosen": chosen,
             "rules": {name: {"hit@1": r.hit1, "cv_hit@1": cv["cv"][name], **r.best, "settings": r.n_settings,
                              "within_1pt": r.within_1pt, **({"link_floor": floor_of[name]} if name in floor_of else {})}
                       for name, r in fitted.items()},
             "cv": cv, "templates": per_template(plain, queries, best.hits(rules[chosen][0]))}
     if best.mode == "static":
-        setting = FusionSetting("static", best.best["k"], w=best.best["w"], val_hit1=best.hit1, info=info)
+        setting = FusionSetting("static", best.best["rrf_k"], w=best.best["w"], val_hit1=best.hit1, info=info,
+                                dense_method=dense_method)
     else:
-        setting = FusionSetting("dynamic", best.best["k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
-                                val_hit1=best.hit1, info=info, link_floor=float(floor_of[chosen]))
+        setting = FusionSetting("dynamic", best.best["rrf_k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
+                                val_hit1=best.hit1, info=info, link_floor=float(floor_of[chosen]),
+                                dense_method=dense_method)
     ws.save_setting(setting, data={split: len(queries)}, context={"dense_method": dense_method})
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")
@@ -118,12 +123,12 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     source = "grasp-zs" if trained and ws.artifact(final_fusion_artifact(False)) is not None else "fused"
     kinds: tuple[str | None, ...] = (None,) if trained else zero_shot_choices(ws.config.reranker)
     n_buckets = len(bucket_edges) + 1
-    upstream, signals, rules, made_with = None, None, {}, {}
+    upstream, rules, made_with = None, {}, {}
     for kind in kinds:
-        rr = reranked_method(ws, trained=trained, w=0.5, k=2.0, upstream=source, zero_shot=kind)
-        if upstream is None:  # one upstream run (with its graph stage's plan signals), shared by every reranker
-            stages = ws.retriever(source).batch_search_stages(queries, rr.depth, progress=ws.progress)
-            upstream, signals = stages[source], stages[GRAPH_STAGE]
+        rr = reranked_method(ws, trained=trained, w=0.5, rrf_k=2.0, upstream=source, zero_shot=kind)
+        if upstream is None:  # one upstream run (its rankings carry the plan signals), shared by every reranker
+            stages = methods.retriever(ws, source).batch_search_stages(queries, rr.depth, progress=ws.progress)
+            upstream = stages[source]
         prefix = f"{kind}:" if len(kinds) > 1 else ""
         scored, _ = rr.from_upstream(queries, upstream, rr.depth, progress=ws.progress)
         # a depth the user set wins at serving time (rerank_depth), so only that depth is tuned then
@@ -135,7 +140,7 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
             else:  # scores that depend on the pool are made from the pool serving will rerank
                 rr.depth = depth
                 at_depth, _ = rr.from_upstream(queries, upstream, depth, progress=ws.progress)
-            for name, rule in final_fusion_rules(at_depth, upstream, queries, signals=signals, depth=depth,
+            for name, rule in final_fusion_rules(at_depth, upstream, queries, depth=depth,
                                                  prefix=prefix, candidate_mask=ws.skb.candidate_mask,
                                                  bucket_edges=bucket_edges).items():
                 rules[name], made_with[name] = rule, (depth, kind)
@@ -147,9 +152,9 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     static = best if best.mode == "static" else search_static(table)  # the (w, k) surface at that depth
     depth, kind = made_with[chosen]
     bucketed = {"bucket_edges": list(bucket_edges), "w_bucket": best.best["w_bucket"],
-                "k_bucket": best.best["k_bucket"],
+                "rrf_k_bucket": best.best["rrf_k_bucket"],
                 "bucket_n": np.bincount(table.bucket, minlength=n_buckets).tolist()} if best.mode == "bucketed" else {}
-    setting = RerankFusionSetting(w=static.best["w"], k=static.best["k"], depth=depth,
+    setting = RerankFusionSetting(w=static.best["w"], rrf_k=static.best["rrf_k"], depth=depth,
                                   val_hit1=best.hit1, split=split, n=len(queries), within_1pt=static.within_1pt,
                                   trained=trained, rule=chosen, upstream=source, zero_shot=kind,
                                   cv={name: round(v, 4) for name, v in cv["cv"].items()},
@@ -162,15 +167,14 @@ def tune_rerank(ws: Workspace, *, trained: bool, split: str = "val", limit: int 
     return setting
 
 
-def final_fusion_rules(scored: Run, upstream: Run, queries: Sequence[Query], *, signals: Run | None, depth: int,
+def final_fusion_rules(scored: Run, upstream: Run, queries: Sequence[Query], *, depth: int,
                        prefix: str = "", candidate_mask: np.ndarray | None = None,
                        bucket_edges: tuple[int, ...] = GRAPH_SIZE_EDGES) -> dict[str, tuple[FusionTable, Callable]]:
     """The final fusion's selection rules for one reranker's ranking ``scored`` (reranked at ``depth``) over
     ``upstream``: static best cell, static flattest region, and the bucketed versions of both (one (w, k) per
-    bucket of the graph stage's candidates, from ``signals``), named ``{prefix}{rule}@{depth}``; each a table
+    bucket of the graph stage's candidates, from the plan signals ``upstream`` carries), named ``{prefix}{rule}@{depth}``; each a table
     and a search over it, for :func:`cross_validate`."""
-    table = FusionTable.build(scored, upstream, queries, candidate_mask=candidate_mask, signals=signals,
-                              edges=bucket_edges)
+    table = FusionTable.build(scored, upstream, queries, candidate_mask=candidate_mask, edges=bucket_edges)
     n_buckets = len(bucket_edges) + 1
     return {f"{prefix}static@{depth}": (table, search_static),
             f"{prefix}static-flat@{depth}": (table, partial(search_static, flat=True)),

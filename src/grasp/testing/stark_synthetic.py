@@ -316,7 +316,7 @@ def generate(dataset: str, out: Path | str, *, scale: float = 1.0, seed: int = 0
     out = Path(out)
     summary = {"dataset": dataset, "scale": scale, "seed": seed, "nodes": n_nodes, "edge_rows": int(src.size),
                "types": counts, "queries": len(queries), "hostile_share": hostile, "words": n_words,
-               "note": "synthetic STaRK-format SKB (grasp.skb.stark_synthetic); sizes at scale 1 are STaRK's totals, "
+               "note": "synthetic STaRK-format SKB (grasp.testing.stark_synthetic); sizes at scale 1 are STaRK's totals, "
                        "their split over types and relations approximate"}
     with atomic_dir(out) as tmp:
         proc = tmp / "processed"

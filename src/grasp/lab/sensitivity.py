@@ -16,12 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
+from grasp import methods
+from grasp.artifacts import final_fusion_artifact
 from grasp.fuse.dynamic import BUCKET_NAMES, bucket_names, bucket_of, risk_index
 from grasp.fuse.retriever import FusionSetting
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
 from grasp.rerank.retriever import RerankFusionSetting
-from grasp.workspace import Workspace, final_fusion_artifact
+from grasp.workspace import Workspace
 
 
 def _plt():
@@ -36,7 +38,7 @@ def _plt():
 def cell_distribution(ws: Workspace, setting: FusionSetting, split: str) -> tuple[np.ndarray, np.ndarray]:
     """(counts, weights): validation queries per (bucket, risk) cell, and the graph weight of each cell."""
     queries = ws.queries(split=split)
-    graph = ws.run("graph", queries)
+    graph = methods.run(ws, "graph", queries)
     counts = np.zeros((len(BUCKET_NAMES), len(RISK_LEVELS)), dtype=int)
     for q in queries:
         n_cand, risk = plan_signals(graph.get(q.qid), setting.link_floor)
@@ -92,12 +94,12 @@ def draw_training(log: dict, path: Path, *, title: str) -> None:
 def draw_final_fusion(setting: RerankFusionSetting, path: Path, *, title: str) -> float:
     """The (w, k) Hit@1 surface, the chosen setting starred; returns the share of settings within one point
     of the best."""
-    from grasp.tuning import draw_heatmap
+    from grasp.lab.tune import draw_heatmap
 
     surface = np.asarray(setting.surface, dtype=float)
     share = float((surface >= surface.max() - 0.01 - 1e-12).mean())
     draw_heatmap(surface, setting.axes, path, ylabel="w (reranker weight)",
-                 mark=(setting.axes["w"].index(setting.w), setting.axes["k"].index(setting.k)),
+                 mark=(setting.axes["w"].index(setting.w), setting.axes["k"].index(setting.rrf_k)),
                  title=f"{title}\n{100 * share:.0f}% of settings within 1 point of the best")
     return share
 
@@ -107,13 +109,13 @@ def bucket_line(setting: RerankFusionSetting) -> str:
     edges = setting.bucket_edges or []
     counts = setting.bucket_n or [None] * (len(edges) + 1)
     return "; ".join(f"{b} graph candidates: w {w:g}, k {k:g}" + (f" ({n} queries)" if n is not None else "")
-                     for b, w, k, n in zip(bucket_names(edges), setting.w_bucket or [], setting.k_bucket or [], counts,
+                     for b, w, k, n in zip(bucket_names(edges), setting.w_bucket or [], setting.rrf_k_bucket or [], counts,
                                            strict=True)) + "."
 
 
 def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
     """Draw what can be drawn into ``out_dir``; returns markdown lines saying what each figure shows."""
-    from grasp.workspace import RERANKER_ADAPTER
+    from grasp.artifacts import RERANKER_ADAPTER
 
     out_dir.mkdir(parents=True, exist_ok=True)
     name = ws.skb.name
@@ -131,7 +133,7 @@ def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
         busiest = np.unravel_index(np.argmax(counts), counts.shape)
         lines.append(f"- `fusion-cells.png`: {counts.sum()} {split} queries over (n_cand bucket, risk level); the "
                      f"busiest cell is ({BUCKET_NAMES[busiest[0]]}, {RISK_LEVELS[busiest[1]]}) with "
-                     f"{counts[busiest]} queries; {fusion.mode} RRF, k {fusion.k:g}.")
+                     f"{counts[busiest]} queries; {fusion.mode} RRF, k {fusion.rrf_k:g}.")
     adapter = ws.artifact(RERANKER_ADAPTER)
     log_path = adapter.parent / "log.json" if adapter is not None else None
     if log_path is None or not log_path.exists():
@@ -154,8 +156,8 @@ def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
         static = "static " if setting.bucketed else ""
         share = draw_final_fusion(setting, out_dir / f"final-fusion-{label}.png",
                                   title=f"{name}: final fusion ({label} reranker, depth {setting.depth}), {static}RRF")
-        chosen = (f"the static surface (its best w {setting.w:g}, k {setting.k:g} starred)" if setting.bucketed
-                  else f"w {setting.w:g}, k {setting.k:g}")
+        chosen = (f"the static surface (its best w {setting.w:g}, k {setting.rrf_k:g} starred)" if setting.bucketed
+                  else f"w {setting.w:g}, k {setting.rrf_k:g}")
         lines.append(f"- `final-fusion-{label}.png`: {chosen} at depth {setting.depth} "
                      f"({setting.rule or 'best cell'}), validation Hit@1 {100 * (setting.val_hit1 or 0):.1f}; "
                      f"{100 * share:.0f}% of the static (w, k) grid lies within one point of its best."

@@ -1,0 +1,186 @@
+"""The retrieval methods: each one's retriever wired from a workspace's components, whether it can run, and the
+verbs that run and evaluate it.
+
+The table is wiring only: each stage's builder lives next to its stage (``graph/build.py``,
+``text/mfar/build.py``, ``rerank/build.py``); a method's retriever is built once per workspace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grasp.artifacts import (
+    FUSION_SETTING,
+    MFAR_ENCODER,
+    MFAR_WEIGHTS,
+    RERANKER_ADAPTER,
+    final_fusion_artifact,
+)
+from grasp.errors import ConfigError
+from grasp.eval.evaluate import EvalReport, evaluate_run
+from grasp.results import Query, Run
+from grasp.retriever import Retriever
+from grasp.workspace import Workspace
+
+METHOD_ORDER = ("grasp", "grasp-zs", "fused", "bm25")  # most complete first: what "auto" picks from
+
+
+def retriever(ws: Workspace, method: str) -> Retriever:
+    """The method's retriever over this workspace, built on first use and kept."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    if method not in ws.retrievers:
+        ws.retrievers[method] = METHODS[method](ws)
+    return ws.retrievers[method]
+
+
+def run(ws: Workspace, method: str, queries: Sequence[Query], k: int | None = None) -> Run:
+    return retriever(ws, method).batch_search(queries, k or ws.config.search.depth, progress=ws.progress)
+
+
+def evaluate(ws: Workspace, method: str, queries: Sequence[Query], k: int | None = None) -> tuple[Run, EvalReport]:
+    """Build (or load) the method's indexes, retrieve for every query, and score the run."""
+    t0 = time.perf_counter()
+    built = retriever(ws, method)
+    t1 = time.perf_counter()
+    ranked = built.batch_search(queries, k or ws.config.search.depth, progress=ws.progress)
+    t2 = time.perf_counter()
+    report = evaluate_run(ranked, queries, candidate_mask=ws.skb.candidate_mask)
+    report.method = method
+    report.info.update({
+        "skb": ws.skb.name,
+        "index_seconds": round(t1 - t0, 3),
+        "search_seconds": round(t2 - t1, 3),
+        "ms_per_query": round(1000 * (t2 - t1) / max(len(queries), 1), 3),
+    })
+    return ranked, report
+
+
+def readiness(ws: Workspace) -> dict[str, str | None]:
+    """For each method: None when it can run now, else what is missing and the command that makes it."""
+    fusion = None if ws.artifact(FUSION_SETTING) else "no fusion setting: grasp tune fusion"
+    out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
+                                  "mfar": None if ws.artifact(MFAR_WEIGHTS) else "not trained: grasp train mfar",
+                                  "fused": fusion}
+    zs = None if ws.artifact(final_fusion_artifact(False)) else "no final fusion: grasp tune rerank --zero-shot"
+    out["grasp-zs"] = fusion or zs
+    trained = (None if ws.artifact(RERANKER_ADAPTER) else "no reranker: grasp train reranker") or (
+        None if ws.artifact(final_fusion_artifact(True)) else "no final fusion: grasp tune rerank")
+    out["grasp"] = fusion or trained
+    return out
+
+
+def best_method(ws: Workspace) -> str:
+    """The most complete method that can run now: grasp, grasp-zs, fused, else bm25."""
+    ready = readiness(ws)
+    return next(m for m in METHOD_ORDER if ready[m] is None)
+
+
+def _bm25(ws: Workspace) -> Retriever:
+    from grasp.text.bm25 import BM25Retriever
+
+    return BM25Retriever(ws.skb, ws.layout, ws.cache_dir, ws.config.bm25, progress=ws.progress)
+
+
+def _dense(ws: Workspace) -> Retriever:
+    from grasp.text.dense import DenseRetriever
+
+    return DenseRetriever(ws.node_vectors)
+
+
+def _graph(ws: Workspace) -> Retriever:
+    from grasp.graph.build import build_graph_retriever
+
+    return build_graph_retriever(ws.config.graph, ws.planner, ws.node_vectors, ws.cache_dir, progress=ws.progress)
+
+
+def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = False):
+    """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``).
+    With a tuned encoder (:func:`mfar_encoder_adapter`; not with ``base_encoder``) mFAR's dense fields are
+    encoded by it, stored apart from Stage 1's vectors."""
+    from grasp.text.mfar.build import build_mfar, load_weights
+
+    c = ws.config
+    adapter = None if base_encoder else ws.mfar_encoder_adapter()
+    if trained and adapter is None and c.mfar.encoder_tuning == "lora" and not base_encoder:
+        raise ConfigError("mfar.encoder_tuning=lora, but no tuned mFAR encoder was trained for this SKB "
+                          f"({ws.artifact_path(MFAR_ENCODER)}); run `grasp train mfar` first")
+    if adapter is not None:
+        from grasp.encode.tuned import TunedEncoder
+
+        encoder, node_vectors = TunedEncoder.load(
+            c.encoder.model, adapter, kind="mfar-encoder", max_length=c.encoder.max_length,
+            batch_size=c.encoder.batch_size, device=c.encoder.device, precision=c.encoder.precision), None
+    else:
+        encoder, node_vectors = ws.encoder, ws.node_vectors
+    retriever = build_mfar(c.mfar, ws.skb, ws.layout, encoder, ws.cache_dir, bm25=c.bm25,
+                           node_vectors=node_vectors, dtype=c.vector_index.dtype, progress=ws.progress)
+    if trained and (path := ws.artifact(MFAR_WEIGHTS, check=mfar_expects(ws),
+                                        loadable={"encoder", "layout", "dense_fields"})) is not None:
+        load_weights(retriever, path)
+    return retriever
+
+
+def mfar_expects(ws: Workspace) -> dict[str, Any]:
+    """What mFAR's weights depend on: the encoder and layout, the (scorer:field) weights, which fields have a
+    dense scorer, and the dimension."""
+    from grasp.text.mfar.fields_index import selected_specs, weight_names
+
+    return {**ws.expects(MFAR_WEIGHTS), "weights": weight_names(selected_specs(ws.skb, ws.config.mfar.fields)),
+            "dense_fields": ws.config.mfar.dense_fields, "dim": ws.encoder.dim}
+
+
+def _fused(ws: Workspace) -> Retriever:
+    from grasp.fuse.retriever import FusedRetriever, FusionSetting
+
+    setting = ws.load_setting(FusionSetting)
+    if setting is None:
+        raise ConfigError(f"no fusion setting for this SKB ({ws.artifact_path(FusionSetting.artifact)}); "
+                          "run `grasp tune fusion --skb ...` first")
+    return FusedRetriever(retriever(ws, "graph"), retriever(ws, setting.dense_method), setting,
+                          depth=ws.config.fusion.depth)
+
+
+def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf_k: float | None = None,
+                    depth: int | None = None, upstream: str | None = None, zero_shot: str | None = None):
+    """Stage 3 (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the final RRF uses the setting
+    `grasp tune rerank` saved, unless (w, k) are given. grasp-zs reranks the fused ranking with ``zero_shot``
+    when given, else the configured zero-shot reranker (``auto``: the one its setting was tuned with); grasp
+    reranks the ranking its setting was tuned over (``upstream`` when given): grasp-zs's when a zero-shot final
+    fusion existed at tuning (every stage over the one before), else the fused one (settings tuned before)."""
+    from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
+    from grasp.rerank.llm_yes_no import with_skb_instruction
+    from grasp.rerank.retriever import RerankFusionSetting
+    from grasp.rerank.zero_shot import ZERO_SHOT_RERANKERS, zero_shot_reranker_id
+
+    cfg = with_skb_instruction(ws.config.reranker, ws.skb)
+    adapter = None
+    if trained:
+        adapter = ws.artifact(RERANKER_ADAPTER, check=ws.expects(RERANKER_ADAPTER), loadable={"layout",
+                              "reranker.max_field_tokens", "reranker.max_neighbors"})
+        if adapter is None:
+            raise ConfigError(f"no trained reranker for this SKB ({ws.artifact_path(RERANKER_ADAPTER)}); "
+                              "run `grasp train reranker` first")
+    name = final_fusion_artifact(trained)
+    setting = None  # explicit (w, k): no saved setting applies, nor its depth
+    if w is None or rrf_k is None:
+        setting = ws.load_setting(RerankFusionSetting, name)
+        if setting is None:
+            raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
+    source = upstream or (setting.upstream if setting is not None and trained else "fused")
+    # the one asked for, else the configured one, else (auto) the one the setting was tuned with (None: bi-encoder)
+    zero_shot = (zero_shot or zero_shot_reranker_id(cfg) or getattr(setting, "zero_shot", None)
+                 or ZERO_SHOT_RERANKERS[0])
+    reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot)
+    return build_reranked(retriever(ws, source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",
+                          fusion=setting or RerankFusionSetting(w=float(w), rrf_k=float(rrf_k)),  # type: ignore[arg-type]
+                          depth=depth if depth is not None else rerank_depth(cfg, setting),
+                          vectors_dir=ws.vectors_dir, progress=ws.progress)
+
+
+METHODS: dict[str, Callable[[Workspace], Retriever]] = {
+    "bm25": _bm25, "dense": _dense, "graph": _graph, "mfar": mfar_method, "fused": _fused,
+    "grasp-zs": lambda ws: reranked_method(ws, trained=False), "grasp": lambda ws: reranked_method(ws, trained=True),
+}

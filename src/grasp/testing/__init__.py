@@ -1,0 +1,1 @@
+"""Data made for tests and benchmarks only (STaRK-shaped synthetic knowledge bases)."""
