@@ -1,11 +1,11 @@
-"""Planner throughput: plans per hour on the same queries, main's serial planner vs the engines now.
+"""Planner throughput: plans per hour on the same queries, the serial planner vs the parallel engines.
 
     python bench/planner_throughput.py --skb ../shared/data/skb/pkg [--n 30] [--split val --offset 100]
                                        [--variants serial,llama.cpp,torch]
 
 Every variant runs the local planner model (Qwen2.5-Coder-1.5B Q4_K_M, `grasp fetch planner`) through
 ``Planner.plan_many`` into a fresh plan cache (nothing is replayed), one after the other in one run:
-"serial" is the planner before issue #12 (llama.cpp, 1 thread, 1 slot, no flash attention),
+"serial" is the baseline planner (llama.cpp, 1 thread, 1 slot, no flash attention),
 "llama.cpp" its parallel slots (every core, ``planner.slots`` slots, flash attention), "torch" the
 PyTorch engine (bfloat16 where the CPU has it, ``planner.batch`` requests decoded as one batch over the
 shared system prompt; grasp.plan.torch_llm). Wall time includes loading the model and the first pass
@@ -49,7 +49,7 @@ def main() -> None:
     queries = queries[args.offset : args.offset + args.n]
     builder = PromptBuilder(skb, examples=load_examples(profile_of(skb)), plan_format=cfg.format)
     path = local_planner_path(cfg, config.cache_root)
-    variants = {"serial": ("serial (main before #12: llama.cpp, 1 thread, 1 slot)",
+    variants = {"serial": ("serial (llama.cpp, 1 thread, 1 slot; baseline)",
                            lambda: LocalGGUFClient(path, n_ctx=cfg.n_ctx, seed=config.seed, model_id=cfg.model,
                                                    threads=1, slots=1, flash_attn=False)),
                 "llama.cpp": (f"llama.cpp ({cfg.threads or 'all'} threads, {cfg.slots} slots, flash attention)",

@@ -1,4 +1,4 @@
-"""The trained rerankers compared on validation (issue #13, part 2): the LoRA bi-encoder, the LoRA
+"""The trained rerankers compared on validation: the LoRA bi-encoder, the LoRA
 cross-encoder and their combination (each one's scores standardised over the reranked pool and added,
 as the zero-shot hybrid does), alone and after the final fusion.
 

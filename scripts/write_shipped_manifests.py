@@ -1,12 +1,12 @@
 """Write the manifests of the artifacts shipped in ``src/grasp/data/models/{bio,pkg}``.
 
-These artifacts were made (sessions 3-5) before grasp wrote manifests. This script records, after
-the fact, what the README's recipe ("How each number was made") made them on: the SKB, the splits
-and query counts its commands select, and the configuration (the defaults) the README's rows were
+Some of these artifacts were made before grasp wrote manifests. This script records, after the fact,
+what the recipe (docs/own-kb.md, docs/experiments.md) made them on: the SKB, the splits
+and query counts its commands select, and the configuration (the defaults) the published rows were
 produced and reproduced with; the checksum is of the shipped file itself. The demo KB (a slice of pkg
 whose tests put floors under its numbers with pkg's artifacts) is listed as validated for pkg's.
-An artifact whose manifest grasp wrote when it was made (bio's fusion settings, retuned in session 8 on
-nested plans) keeps that manifest.
+An artifact whose manifest grasp wrote when it was made (bio's fusion settings, retuned on nested
+plans) keeps that manifest.
 
     python scripts/write_shipped_manifests.py --shared ../shared
 """
@@ -31,8 +31,8 @@ from grasp.packaged import DEMO_SKB, SHIPPED_MODELS
 from grasp.rerank.retriever import RerankFusionSetting
 from grasp.workspace import Workspace
 
-NOTE = ("manifest written after the fact (session 7) from the README's recipe and the default configuration the "
-        "README's rows were reproduced with")
+NOTE = ("manifest written after the fact from the recipe and the default configuration the published rows were "
+        "reproduced with")
 
 
 def main() -> None:

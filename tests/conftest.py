@@ -134,7 +134,7 @@ def prepared_toy(tmp_path_factory):
     from grasp.cli import main
     from grasp.config import load_config
     from tests.fake_llm import FakeChatServer
-    from tests.test_planner import GOOD
+    from tests.integration.test_planner import GOOD
 
     root = tmp_path_factory.mktemp("prepared")
     toy = write_toy(root / "toy")

@@ -153,7 +153,7 @@ def test_one_candidate_type_reuses_stage1_vectors_without_a_copy(tmp_path, monke
     from grasp.encode.node_vectors import NodeVectors
     from grasp.skb.documents import layout_for
     from grasp.text.mfar.fields_index import FieldIndex
-    from tests.test_encode import HashEncoder
+    from tests.integration.test_encode import HashEncoder
 
     out = tmp_path / "amazon"
     generate("amazon", out, scale=0.0005, seed=2, n_queries=12, words=30, hostile=0.3, progress=False)

@@ -9,7 +9,7 @@ import pytest
 
 from grasp.cli import main
 from tests.fake_llm import FakeChatServer
-from tests.test_planner import GOOD
+from tests.integration.test_planner import GOOD
 
 pytestmark = pytest.mark.slow
 

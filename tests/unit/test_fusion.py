@@ -185,7 +185,7 @@ def test_tune_fusion_and_fused_method_end_to_end(toy_dir, tmp_path, capsys):
 
     from grasp.cli import main
     from tests.fake_llm import FakeChatServer
-    from tests.test_planner import GOOD
+    from tests.integration.test_planner import GOOD
 
     with FakeChatServer([GOOD]) as srv:
         base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",

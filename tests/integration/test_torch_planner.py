@@ -105,35 +105,6 @@ def test_concurrent_chat_calls_share_batches(client):
     assert replies == [client.generate([request(q)])[0] for q in QUERIES]
 
 
-@pytest.mark.slow
-def test_the_real_planner_model_plans_a_batch(toy_skb, tmp_path):
-    """The offline planner model (Qwen2.5-Coder-1.5B GGUF, converted once for PyTorch) plans a batch of
-    queries over the toy SKB through ``Planner.plan_many``: every plan obeys the SKB's nested grammar and
-    passes the validator, and each record names the engine that made it."""
-    from grasp.config import PlannerConfig
-    from grasp.plan.build import local_planner_path
-    from grasp.plan.cache import PlanCache
-    from grasp.plan.planner import Planner
-    from grasp.plan.prompt import PromptBuilder
-    from grasp.results import Query
-    from grasp.storage import cache_root
-    from tests.conftest import skip_unless_ci
-
-    model = local_planner_path(PlannerConfig(), cache_root())
-    if not model.exists():
-        skip_unless_ci(f"the planner model is not on this machine ({model}): grasp fetch planner")
-    client = TorchChatClient.from_gguf(model, batch=4, model_id="qwen2.5-coder-1.5b-instruct-q4_k_m")
-    planner = Planner(toy_skb, client, PlanCache(tmp_path / "plans.jsonl"),
-                      builder=PromptBuilder(toy_skb, plan_format="nested"), model_id=client.model_id)
-    queries = [Query("1", "sodium channel genes on chromosome 2"), Query("2", "genes located on chromosome 17"),
-               Query("3", "which genes encode a potassium channel")]
-    outcomes = planner.plan_many(queries, progress=False)
-    assert all(o.check.status != "rejected" for o in outcomes.values()), {q: o.raw for q, o in outcomes.items()}
-    assert all(json.loads(o.raw)["target"]["label"] in toy_skb.schema.candidate_types for o in outcomes.values())
-    records = [json.loads(line) for line in (tmp_path / "plans.jsonl").read_text().splitlines()]
-    assert len(records) >= 3 and {r["engine"] for r in records} == {"torch"}
-
-
 def test_decoding_equals_transformers_own_greedy_generation(client):
     """The shared-prefix cache and attention, the padding and the batch give the tokens that transformers'
     own greedy ``generate`` gives for each request alone (no grammar)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,7 +31,6 @@ from grasp.rerank.llm_yes_no import (  # noqa: E402
     instruction_for,
     with_skb_instruction,
 )
-from tests.conftest import skip_unless_ci  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
           "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -166,58 +164,3 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 
 
 # --- the real model ----------------------------------------------------------------------------------
-
-@pytest.mark.slow
-def test_the_offline_0_5b_gguf_scores_trains_and_reloads(toy_dir, tmp_path):
-    """Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M, `grasp fetch reranker-llm`) zero-shot on four pairs, one
-    training step on real serialized toy candidates, and the saved adapter reloaded to the trained model's
-    scores. Prints the seconds per scored pair.
-
-    Zero-shot, this small coder model ranks by the candidate more than by the query on gene names (P(yes)
-    within 0.02 for SCN1A and B3GALT6 under a SCN1A query, the wrong way round), so only the obvious general
-    pair (Qwen3-Reranker's own example) is asserted; the gene pair's scores are printed."""
-    from grasp.config import GraspConfig
-    from grasp.plan.gguf import RERANKER_LLM
-    from grasp.storage import cache_root
-    from grasp.workspace import Workspace
-
-    model = cache_root() / "models" / RERANKER_LLM.filename
-    if not model.exists():
-        skip_unless_ci(f"the 0.5B reranker LLM is not on this machine ({model}): grasp fetch reranker-llm")
-    ws = Workspace.open(toy_dir, GraspConfig(cache_dir=tmp_path / "cache"), progress=False)
-    texts = {n: ws.serializer(n) for n in range(9)}
-    gene_query = "Which gene encodes the sodium voltage-gated channel alpha subunit 1?"
-    gene_docs = [texts[1], texts[0], texts[2], texts[4]]  # SCN1A (the answer), B3GALT6, KCNQ2, a process
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # measured as offline-models.md measures: one thread (the other core is busy)
-    try:
-        cfg = with_skb_instruction(RerankerConfig(kind="llm-yes-no", model=str(model), max_length=256,
-                                                  precision="fp32", epochs=1, global_batch=1, micro_batch=1,
-                                                  group_size=4, lr=1e-4, save_every=1, lora_dropout=0.0), ws.skb)
-        zero = LLMYesNoReranker(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length, precision="fp32")
-        zero.score(gene_query, gene_docs[:1])  # warm-up
-        t0 = time.perf_counter()
-        general = zero.score("What is the capital of China?", ["The capital of China is Beijing.",
-                                                               "Gravity is a force that attracts two bodies towards "
-                                                               "each other."])
-        genes = zero.score(gene_query, gene_docs[:2])
-        per_pair = (time.perf_counter() - t0) / 4
-        print(f"\n0.5B yes/no reranker: {per_pair:.2f} s per pair (1 thread, fp32); P(yes) Beijing/gravity "
-              f"{np.round(general, 4)}, SCN1A/B3GALT6 {np.round(genes, 4)}")
-        assert general[0] > general[1] + 0.05, general
-        del zero
-        records = [{"qid": "1", "query": gene_query, "positives": [1], "negatives": [0, 2, 4]}]
-        t0 = time.perf_counter()
-        state = train_reranker(records, texts.__getitem__, tmp_path / "rr", config=cfg, progress=False)
-        print(f"one training step (a group of 4): {time.perf_counter() - t0:.1f} s, loss {state['log'][0]['loss']:.3f}")
-        assert math.isfinite(state["log"][0]["loss"])
-        live = LLMYesNoTrainable(cfg)
-        live.load_trainable_state(torch.load(tmp_path / "rr" / "checkpoint.pt", weights_only=False)["model"])
-        live.net.eval()
-        with torch.no_grad():
-            want = torch.sigmoid(live.group_logits([gene_query], gene_docs, [4]).double()).numpy()
-        del live
-        loaded = load_trained_reranker(cfg.model, tmp_path / "rr" / "adapter", precision="fp32")
-        np.testing.assert_allclose(loaded.score(gene_query, gene_docs), want, atol=2e-4)
-    finally:
-        torch.set_num_threads(threads)

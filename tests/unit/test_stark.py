@@ -13,7 +13,6 @@ import torch
 from grasp.errors import FormatError
 from grasp.skb import load_skb, read_skb, read_stark_qa, read_stark_skb, write_skb
 from grasp.skb.documents import get_layout
-from tests.conftest import SHARED, skip_unless_ci
 
 
 def _save_processed(d: Path, node_info, edge_index, edge_types, node_types, node_type_dict=None, edge_type_dict=None):
@@ -191,18 +190,6 @@ def test_stark_qa_bad_answer_list(tmp_path):
     root = _write_qa(tmp_path / "mag", [[1, "q", "[1, 2"]], {"test": [1]})
     with pytest.raises(FormatError, match=r"stark_qa.csv:2: field 'answer_ids'"):
         read_stark_qa(root)
-
-
-def test_real_stark_qa_files_load():
-    """The real query files in shared/ (skipped where shared/ is absent)."""
-    root = SHARED / "data" / "stark_qa"
-    if not root.exists():
-        skip_unless_ci("shared/data/stark_qa not present")
-    for name, n, n_test in (("amazon", 9100, 1642), ("mag", 13323, 2665), ("primekg", 11204, 2801)):
-        qs = read_stark_qa(root / name)
-        assert len(qs) == n
-        assert sum(q.split == "test" for q in qs) == n_test
-    assert len(read_stark_qa(root / "primekg", human_generated=True)) == 109
 
 
 def test_cli_convert(tmp_path, prime_dir):
