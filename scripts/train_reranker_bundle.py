@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grasp.artifacts import write_manifest  # noqa: E402
-from grasp.config import DEFAULT_SEED, RerankerConfig  # noqa: E402
+from grasp.config import DEFAULT_SEED, RerankerConfig, RerankerTrainingConfig  # noqa: E402
 from grasp.rerank import load_trained_reranker  # noqa: E402
 from grasp.rerank.records import read_bundle  # noqa: E402
 from grasp.rerank.train import mean_loss, pool_metrics, train_reranker  # noqa: E402
@@ -41,8 +41,16 @@ def main() -> None:
     args = ap.parse_args()
     bundle = read_bundle(args.bundle)
     overrides = {k: v for k, v in vars(args).items() if k not in ("bundle", "out", "seed") and v is not None}
-    saved = {k: v for k, v in bundle["info"].get("reranker", {}).items() if k in RerankerConfig.model_fields}
-    cfg = RerankerConfig(**{**saved, **overrides})
+    saved = dict(bundle["info"].get("reranker", {}))
+    train = dict(saved.pop("train", {}))
+    for key in list(saved):  # a bundle exported before the training arguments had a section of their own
+        if key in RerankerTrainingConfig.model_fields:
+            train[key] = saved.pop(key)
+    for key in list(overrides):
+        if key in RerankerTrainingConfig.model_fields:
+            train[key] = overrides.pop(key)
+    saved = {k: v for k, v in saved.items() if k in RerankerConfig.model_fields}
+    cfg = RerankerConfig(**{**saved, **overrides, "train": train})
     seed = DEFAULT_SEED if args.seed is None else args.seed
     texts = bundle["texts"]
     t0 = time.perf_counter()

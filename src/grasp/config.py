@@ -23,6 +23,16 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+RESUMABLE: dict[str, Any] = {"json_schema_extra": {"resumable": True}}  # may change when a training run resumes
+SERVING_ONLY: dict[str, Any] = {"json_schema_extra": {"serving_only": True}}  # how a trained part is used, not what it is
+
+
+def marked(section: type[BaseModel], marker: str) -> frozenset[str]:
+    """The fields of a configuration section that carry ``marker`` (:data:`RESUMABLE`, :data:`SERVING_ONLY`)."""
+    return frozenset(name for name, f in section.model_fields.items()
+                     if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get(marker))
+
+
 class EncoderConfig(_Section):
     """The text encoder shared by the dense baseline and (later) anchor linking and rescoring."""
 
@@ -133,15 +143,10 @@ class GraphConfig(_Section):
     neo4j_database: str | None = None
 
 
-class MFARConfig(_Section):
-    """Stage 2's dense partner: mFAR's fields, scorers and training."""
+class MFARTrainingConfig(_Section):
+    """`grasp train mfar`'s arguments: how mFAR's field weights (and, with ``encoder_tuning=lora``, its encoder) are
+    trained. They shape the training folder's identity, not what is served."""
 
-    fields: list[str] | None = Field(None, description="restrict to these field names (default: all of the SKB's)")
-    dense_fields: list[str] | None = Field(
-        ["name", "single"], description="fields that also get a dense scorer (null: every field, mFAR's full setup). "
-        "name and single reuse the Stage-1 vector indexes; every other field costs an embedding pass over the KB")
-    max_names: int = Field(64, ge=1, description="neighbour names per relation field")
-    depth: int = Field(100, ge=1, description="top-k of every (field, scorer) pooled before scoring")
     epochs: int = Field(10, ge=1)
     batch_size: int = Field(32, ge=2)
     lr: float = Field(5e-3, gt=0, description="learning rate of the field weights")
@@ -149,20 +154,60 @@ class MFARConfig(_Section):
     patience: int = Field(2, ge=0, description="epochs without validation gain before stopping")
     hard_negative_ranks: tuple[int, int] = Field((51, 100), description="ranks of the single-field BM25 run the "
                                                  "hard negative is sampled from (positives removed)")
-    encoder_tuning: Literal["frozen", "lora"] = Field(
-        "frozen", description="frozen: only the field weights train (the encoder is Stage 1's); lora: mFAR's own "
-        "recipe, the encoder fine-tuned too (LoRA, trained jointly with the weights under the same contrastive loss), "
-        "after which mFAR's dense fields are re-encoded with it (Stage 1's linking keeps the base encoder)")
     encoder_epochs: int = Field(3, ge=1, description="lora: epochs of the joint encoder phase (before the "
                                 "weights-only phase, which early-stops on validation)")
     encoder_lr: float = Field(3e-4, gt=0, description="lora: learning rate of the encoder's LoRA parameters")
     encoder_lora_r: int = Field(16, ge=1, description="lora: rank (alpha = 2r, dropout 0.05, every linear layer)")
-    train_split: str = "train"
-    val_split: str = "val"
+    train_split: str = Field("train", description="the queries it trains on")
+    val_split: str = Field("val", description="the queries it early-stops on")
+
+
+class MFARConfig(_Section):
+    """Stage 2's dense partner: mFAR's fields and scorers, and (``train``) how its weights are trained."""
+
+    fields: list[str] | None = Field(None, description="restrict to these field names (default: all of the SKB's)")
+    dense_fields: list[str] | None = Field(
+        ["name", "single"], description="fields that also get a dense scorer (null: every field, mFAR's full setup). "
+        "name and single reuse the Stage-1 vector indexes; every other field costs an embedding pass over the KB")
+    max_names: int = Field(64, ge=1, description="neighbour names per relation field")
+    depth: int = Field(100, ge=1, description="top-k of every (field, scorer) pooled before scoring")
+    encoder_tuning: Literal["frozen", "lora"] = Field(
+        "frozen", description="frozen: only the field weights train (the encoder is Stage 1's); lora: mFAR's own "
+        "recipe, the encoder fine-tuned too (LoRA, trained jointly with the weights under the same contrastive loss), "
+        "after which mFAR's dense fields are re-encoded with it (Stage 1's linking keeps the base encoder)")
+    train: MFARTrainingConfig = MFARTrainingConfig()
+
+
+class RerankerTrainingConfig(_Section):
+    """`grasp train reranker`'s arguments (CPU-sized defaults). Those marked resumable may change when an
+    interrupted run resumes (more epochs continue it; checkpoints and validation are bookkeeping); any other
+    change starts over."""
+
+    epochs: int = Field(2, ge=1, description="paper: 2; the shipped pkg adapter: 4 (on a GPU)", **RESUMABLE)
+    lr: float = Field(2e-4, gt=0, description="paper: 3e-5 (for its 0.6B LLM reranker; too low for LoRA on MiniLM)")
+    head_lr: float = Field(1e-3, gt=0, description="learning rate of a scoring head trained from zero (cross-encoder)")
+    warmup: float = Field(0.05, ge=0, lt=1)
+    global_batch: int = Field(16, ge=1)
+    micro_batch: int = Field(4, ge=1, description="groups per forward pass (memory, not results)")
+    group_size: int = Field(8, ge=2, description="1 positive + negatives per group (paper: 24; CPU default 8)")
+    hard_negatives: int = Field(30, ge=1)
+    lora_r: int = Field(32, ge=1)
+    lora_alpha: int = Field(64, ge=1)
+    lora_dropout: float = Field(0.05, ge=0, lt=1)
+    save_every: int = Field(50, ge=1, description="training steps between checkpoints (an interrupted run resumes)",
+                            **RESUMABLE)
+    eval_every: int = Field(0, ge=0, description="training steps between validations of the reranker alone on "
+                            "validation pools (0: only at the end); logged for `grasp report`'s training curve",
+                            **RESUMABLE)
+    eval_queries: int = Field(100, ge=1, description="validation queries scored at each of those validations",
+                              **RESUMABLE)
+    train_split: str = Field("train", description="the queries it trains on")
+    val_split: str = Field("val", description="the queries it is validated on", **RESUMABLE)
 
 
 class RerankerConfig(_Section):
-    """Stage 3: the reranker, its LoRA training (CPU-sized defaults) and the final fusion."""
+    """Stage 3: the reranker and (``train``) how `grasp train reranker` trains it. Fields marked serving-only choose
+    how a reranker is used, not what a trained one is (they stay out of its training folder's identity)."""
 
     kind: Literal["cross-encoder", "bi-encoder", "llm-yes-no"] = Field(
         "bi-encoder", description="what `grasp train reranker` trains: a cross-encoder (query and candidate read "
@@ -174,38 +219,22 @@ class RerankerConfig(_Section):
         "bi-encoder's cosine, BM25 of the query against the serialized candidate (frequencies over the pool), "
         "hybrid (the two standardised over the pool and added), or "
         "auto: `grasp tune rerank --zero-shot` tunes the final fusion with each and keeps the one "
-        "cross-validation prefers (recorded in the setting, which serving reads)")
+        "cross-validation prefers (recorded in the setting, which serving reads)", **SERVING_ONLY)
     model: str = Field("minilm", description="base model: 'minilm' or a local transformers checkpoint; for "
                        "llm-yes-no a causal-LM checkpoint folder or a .gguf file (`grasp fetch reranker-llm`)")
     instruction: str | None = Field(None, description="llm-yes-no: the <Instruct> line of the prompt; default: the "
                                     "SKB's own (STaRK amazon/mag/prime, else one naming its candidate types); a "
-                                    "trained adapter records the one it was trained with and keeps it")
-    depth: int = Field(100, ge=1, description="upstream candidates reranked")
+                                    "trained adapter records the one it was trained with and keeps it", **SERVING_ONLY)
+    depth: int = Field(100, ge=1, description="upstream candidates reranked", **SERVING_ONLY)
     max_length: int = Field(128, ge=32, description="tokens per candidate (a pair, for the cross-encoder) at "
                             "training; a trained adapter records it and inference uses it (paper: 1024; 2048 on "
                             "Prime; 128 keeps bio's CPU training near 30 min, 256 would take about 4x)")
     max_field_tokens: int = Field(300, ge=8, description="per-field truncation of the serialization (paper: 300/512)")
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="numerics of a trained reranker at inference (as encoder.precision; training stays "
-        "fp32); stored candidate vectors are kept apart per precision")
+        "fp32); stored candidate vectors are kept apart per precision", **SERVING_ONLY)
     max_neighbors: int = Field(10, ge=0)
-    epochs: int = Field(2, ge=1, description="paper: 2; the shipped pkg adapter: 4 (on a GPU)")
-    lr: float = Field(2e-4, gt=0, description="paper: 3e-5 (for its 0.6B LLM reranker; too low for LoRA on MiniLM)")
-    head_lr: float = Field(1e-3, gt=0, description="learning rate of a scoring head trained from zero (cross-encoder)")
-    warmup: float = Field(0.05, ge=0, lt=1)
-    global_batch: int = Field(16, ge=1)
-    micro_batch: int = Field(4, ge=1, description="groups per forward pass (memory, not results)")
-    group_size: int = Field(8, ge=2, description="1 positive + negatives per group (paper: 24; CPU default 8)")
-    hard_negatives: int = Field(30, ge=1)
-    lora_r: int = Field(32, ge=1)
-    lora_alpha: int = Field(64, ge=1)
-    lora_dropout: float = Field(0.05, ge=0, lt=1)
-    save_every: int = Field(50, ge=1, description="training steps between checkpoints (an interrupted run resumes)")
-    eval_every: int = Field(0, ge=0, description="training steps between validations of the reranker alone on "
-                            "validation pools (0: only at the end); logged for `grasp report`'s training curve")
-    eval_queries: int = Field(100, ge=1, description="validation queries scored at each of those validations")
-    train_split: str = "train"
-    val_split: str = "val"
+    train: RerankerTrainingConfig = RerankerTrainingConfig()
 
     @model_validator(mode="after")
     def _llm_needs_a_model(self) -> RerankerConfig:
@@ -244,7 +273,9 @@ class GraspConfig(_Section):
         return cache_root(self.cache_dir)
 
 
-RENAMED = {("eval", "k"): "search.depth"}
+RENAMED = {("eval", "k"): "search.depth",
+           **{("mfar", key): f"mfar.train.{key}" for key in MFARTrainingConfig.model_fields},
+           **{("reranker", key): f"reranker.train.{key}" for key in RerankerTrainingConfig.model_fields}}
 
 
 def _parse_value(raw: str) -> Any:

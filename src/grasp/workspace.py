@@ -25,7 +25,7 @@ from grasp.artifacts import (
     verify,
     write_manifest,
 )
-from grasp.config import GraspConfig
+from grasp.config import GraspConfig, marked
 from grasp.encode.encoder import Encoder, build_encoder, encoder_weights_id
 from grasp.encode.node_vectors import NodeVectors
 from grasp.errors import ConfigError, FormatError
@@ -37,10 +37,6 @@ from grasp.skb.documents import CandidateSerializer, DocumentLayout, layout_for
 from grasp.storage import Setting, stable_hash
 
 S = TypeVar("S", bound=Setting)
-
-# mFAR settings that name the tuned encoder's training; they join the training folder's key only when changed
-ENCODER_TUNING_FIELDS = ("encoder_tuning", "encoder_epochs", "encoder_lr", "encoder_lora_r")
-
 
 def _setting_name(cls: type[Setting], name: str | None) -> str:
     if not (name or cls.artifact):
@@ -84,19 +80,18 @@ class Workspace:
 
     @property
     def mfar_dir(self) -> Path:
-        """Where `grasp train mfar` keeps checkpoints, the training log and the best weights."""
-        cfg = self.config.mfar
-        # settings added after this key was fixed join it only when changed: earlier training folders stay found
-        later = {name for name in ("hard_negative_ranks", *ENCODER_TUNING_FIELDS) if getattr(cfg, name) == type(cfg).model_fields[name].default}
-        key = [cfg.model_dump(exclude=later), encoder_weights_id(self.config.encoder), self.layout.key]
+        """Where `grasp train mfar` keeps checkpoints, the training log and the best weights: one folder per mFAR
+        configuration (its training arguments included), encoder and document layout."""
+        key = [self.config.mfar.model_dump(mode="json"), encoder_weights_id(self.config.encoder), self.layout.key]
         return self.cache_dir / f"mfar-train-{stable_hash(key)}"
 
     @property
     def reranker_dir(self) -> Path:
-        """Where `grasp train reranker` keeps its records, checkpoints and the adapter."""
+        """Where `grasp train reranker` keeps its records, checkpoints and the adapter: one folder per trained
+        reranker's identity (base, kind, input), i.e. its configuration less how it is served and how it is
+        trained (the training arguments live in its checkpoint and grasp_train.json)."""
         cfg = self.config.reranker
-        # what the trained reranker *is* (base, kind, input); training settings live in its grasp_train.json
-        identity = cfg.model_dump(include={"model", "kind", "max_length", "max_field_tokens", "max_neighbors"})
+        identity = cfg.model_dump(exclude={"train", *marked(type(cfg), "serving_only")})
         return self.cache_dir / f"reranker-{stable_hash([identity, self.layout.key])}"
 
     # --- artifacts and settings -------------------------------------------------------------

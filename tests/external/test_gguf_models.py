@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from grasp.config import RerankerConfig
+from grasp.config import RerankerConfig, RerankerTrainingConfig
 from grasp.plan.torch_llm import TorchChatClient
 from grasp.rerank import load_trained_reranker, train_reranker
 from grasp.rerank.llm_yes_no import LLMYesNoReranker, LLMYesNoTrainable, with_skb_instruction
@@ -70,9 +70,7 @@ def test_the_offline_0_5b_gguf_scores_trains_and_reloads(toy_dir, tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # measured as offline-models.md measures: one thread (the other core is busy)
     try:
-        cfg = with_skb_instruction(RerankerConfig(kind="llm-yes-no", model=str(model), max_length=256,
-                                                  precision="fp32", epochs=1, global_batch=1, micro_batch=1,
-                                                  group_size=4, lr=1e-4, save_every=1, lora_dropout=0.0), ws.skb)
+        cfg = with_skb_instruction(RerankerConfig(kind="llm-yes-no", model=str(model), max_length=256, precision="fp32", train=RerankerTrainingConfig(epochs=1, global_batch=1, micro_batch=1, group_size=4, lr=1e-4, save_every=1, lora_dropout=0.0)), ws.skb)
         zero = LLMYesNoReranker(cfg.model, instruction=cfg.instruction, max_length=cfg.max_length, precision="fp32")
         zero.score(gene_query, gene_docs[:1])  # warm-up
         t0 = time.perf_counter()

@@ -127,8 +127,8 @@ def test_trained_weights_are_checked_when_loaded(tmp_path, capsys, monkeypatch):
     import grasp.workspace
 
     toy = write_toy(tmp_path / "toy")
-    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.epochs=1", "--set", "mfar.batch_size=2",
-            "--set", "mfar.train_split=test", "--set", "mfar.val_split=test", "--set", "encoder.max_length=128"]
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.train.epochs=1", "--set", "mfar.train.batch_size=2",
+            "--set", "mfar.train.train_split=test", "--set", "mfar.train.val_split=test", "--set", "encoder.max_length=128"]
     main([*base, "train", "mfar", "--skb", str(toy)])
     weights = next((tmp_path / "c").rglob("weights.pt"))
     m = read_manifest(weights)

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from grasp.config import RerankerConfig, load_config  # noqa: E402
+from grasp.config import RerankerConfig, RerankerTrainingConfig, load_config  # noqa: E402
 from grasp.errors import ConfigError  # noqa: E402
 from grasp.rerank import load_trained_reranker, train_reranker  # noqa: E402
 from grasp.rerank.llm_yes_no import (  # noqa: E402
@@ -68,8 +68,7 @@ def tiny_lm(tmp_path_factory):
 
 
 def llm_config(model, **kw) -> RerankerConfig:
-    base = dict(kind="llm-yes-no", model=str(model), max_length=160, epochs=1, global_batch=2, micro_batch=2,
-                group_size=3, lr=5e-3, lora_r=4, lora_alpha=8, lora_dropout=0.0, save_every=1, precision="fp32")
+    base = dict(kind="llm-yes-no", model=str(model), max_length=160, precision="fp32", train=RerankerTrainingConfig(epochs=1, global_batch=2, micro_batch=2, group_size=3, lr=5e-3, lora_r=4, lora_alpha=8, lora_dropout=0.0, save_every=1))
     return RerankerConfig(**{**base, **kw})
 
 

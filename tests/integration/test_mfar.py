@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from grasp.config import MFARConfig
+from grasp.config import MFARConfig, MFARTrainingConfig
 from grasp.skb import read_queries
 from grasp.skb.documents import get_layout
 from grasp.text.mfar import FieldIndex, FieldWeights, MFARRetriever, train
@@ -81,11 +81,11 @@ def test_uniform_weights_at_start_and_retrieval(index):
 def test_training_lowers_the_loss_and_resumes(index, tmp_path):
     idx, d = index
     queries = read_queries(d / "qa" / "queries.jsonl")
-    cfg = MFARConfig(epochs=1, batch_size=4, hard_negative_ranks=(2, 4), patience=5)
+    cfg = MFARConfig(train=MFARTrainingConfig(epochs=1, batch_size=4, hard_negative_ranks=(2, 4), patience=5))
     r1 = MFARRetriever(idx)
     state = train(r1, queries, queries, tmp_path / "run", cfg, progress=False)
     assert state["epoch"] == 1 and (tmp_path / "run" / "checkpoint.pt").exists()
-    cfg.epochs = 3
+    cfg.train.epochs = 3
     r2 = MFARRetriever(idx)
     state = train(r2, queries, queries, tmp_path / "run", cfg, progress=False)  # resumes at epoch 1
     assert [e["epoch"] for e in state["log"]] == [1, 2, 3]
@@ -98,8 +98,8 @@ def test_cli_train_then_eval(tmp_path, capsys):
     from tests.conftest import write_toy
 
     toy = write_toy(tmp_path / "toy")
-    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.epochs=2", "--set", "mfar.batch_size=2",
-            "--set", "mfar.train_split=test", "--set", "mfar.val_split=test"]
+    base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.train.epochs=2", "--set", "mfar.train.batch_size=2",
+            "--set", "mfar.train.train_split=test", "--set", "mfar.train.val_split=test"]
     main([*base, "train", "mfar", "--skb", str(toy)])
     assert "best validation MRR" in capsys.readouterr().out
     main([*base, "eval", "--skb", str(toy), "--method", "mfar", "--output-json", str(tmp_path / "r.json")])
@@ -121,8 +121,8 @@ def test_cli_train_with_encoder_tuning_records_the_encoder(tmp_path, capsys):
     from tests.conftest import write_toy
 
     toy = write_toy(tmp_path / "toy")
-    sets = ["mfar.epochs=1", "mfar.batch_size=2", "mfar.train_split=test", "mfar.val_split=test",
-            "mfar.encoder_tuning=lora", "mfar.encoder_epochs=1"]
+    sets = ["mfar.train.epochs=1", "mfar.train.batch_size=2", "mfar.train.train_split=test", "mfar.train.val_split=test",
+            "mfar.encoder_tuning=lora", "mfar.train.encoder_epochs=1"]
     base = ["-q", "--cache-dir", str(tmp_path / "c")] + [a for s in sets for a in ("--set", s)]
     main([*base, "train", "mfar", "--skb", str(toy)])
     assert "mFAR encoder adapter in" in capsys.readouterr().out
@@ -219,8 +219,7 @@ def test_encoder_tuning_trains_a_lora_adapter_that_changes_the_dense_scores(inde
 
     idx, d = index
     queries = read_queries(d / "qa" / "queries.jsonl")
-    cfg = MFARConfig(encoder_tuning="lora", encoder_epochs=1, batch_size=4, hard_negative_ranks=(2, 4),
-                     encoder_lr=5e-3)
+    cfg = MFARConfig(encoder_tuning="lora", train=MFARTrainingConfig(encoder_epochs=1, batch_size=4, hard_negative_ranks=(2, 4), encoder_lr=5e-3))
     adapter = tune_encoder(MFARRetriever(idx), queries, tmp_path / "run", "minilm", cfg, progress=False)
     assert (adapter / "adapter_config.json").exists() and (tmp_path / "run" / "encoder-checkpoint.pt").exists()
     assert tune_encoder(MFARRetriever(idx), queries, tmp_path / "run", "minilm", cfg, progress=False) == adapter

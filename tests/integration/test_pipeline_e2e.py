@@ -18,10 +18,10 @@ def test_all_stages(toy_dir, tmp_path, capsys):
     with FakeChatServer([GOOD]) as srv:
         base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", "planner.kind=openai", "--set", "planner.format=flat",
                 "--set", f"planner.base_url={srv.url}", "--set", "planner.model=fake", "--set", "graph.engine=memory",
-                "--set", "reranker.train_split=test", "--set", "reranker.val_split=test", "--set", "reranker.epochs=1",
-                "--set", "reranker.global_batch=2", "--set", "reranker.micro_batch=1", "--set", "reranker.group_size=4",
-                "--set", "reranker.hard_negatives=5", "--set", "reranker.lora_r=4", "--set", "reranker.lora_alpha=8",
-                "--set", "reranker.max_length=64", "--set", "reranker.lr=0.001"]
+                "--set", "reranker.train.train_split=test", "--set", "reranker.train.val_split=test", "--set", "reranker.train.epochs=1",
+                "--set", "reranker.train.global_batch=2", "--set", "reranker.train.micro_batch=1", "--set", "reranker.train.group_size=4",
+                "--set", "reranker.train.hard_negatives=5", "--set", "reranker.train.lora_r=4", "--set", "reranker.train.lora_alpha=8",
+                "--set", "reranker.max_length=64", "--set", "reranker.train.lr=0.001"]
         skb = ["--skb", str(toy_dir)]
         main([*base, "tune", "fusion", *skb, "--split", "test", "--dense-method", "dense"])
         main([*base, "tune", "rerank", *skb, "--zero-shot", "--split", "test"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grasp import methods
-from grasp.config import GraspConfig, RerankerConfig
+from grasp.config import GraspConfig, RerankerConfig, RerankerTrainingConfig
 from grasp.rerank import (
     BiEncoderReranker,
     CrossEncoderReranker,
@@ -70,21 +70,20 @@ def test_listwise_lora_training_saves_and_resumes(ws, tmp_path):
     assert records and all(r["positives"] and r["negatives"] for r in records)
     rr = RerankedRetriever(methods.retriever(ws, "bm25"), BiEncoderReranker(ws.encoder), CandidateSerializer(ws.skb, ws.layout),
                            name="grasp-zs")
-    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8,
-                            save_every=1, max_length=64, kind="cross-encoder")
+    cfg = RerankerConfig(max_length=64, kind="cross-encoder", train=RerankerTrainingConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=1, group_size=4, lora_r=4, lora_alpha=8, save_every=1))
     out = tmp_path / "rr"
     state = train_reranker(records, rr.serialize, out, config=cfg, progress=False)
     first = state["step"]
     assert first >= 1 and (out / "adapter" / "grasp_train.json").exists()
-    cfg.epochs = 2
+    cfg.train.epochs = 2
     state = train_reranker(records, rr.serialize, out, config=cfg, progress=False)  # resumes after step `first`
     assert state["step"] == 2 * first and [e["step"] for e in state["log"]] == list(range(1, 2 * first + 1))
     from grasp.errors import ConfigError
 
-    cfg.lr = 5e-4  # other settings than the checkpoint's: refused, not silently mixed
+    cfg.train.lr = 5e-4  # other settings than the checkpoint's: refused, not silently mixed
     with pytest.raises(ConfigError, match="another training configuration"):
         train_reranker(records, rr.serialize, out, config=cfg, progress=False)
-    cfg.lr = 1e-3
+    cfg.train.lr = 1e-3
     ce = CrossEncoderReranker("minilm", out / "adapter", max_length=64)
     scores = ce.score("potassium channel", [rr.serialize(2), rr.serialize(3)])
     assert scores.shape == (2,)
@@ -103,8 +102,8 @@ def test_bundle_export_then_train_elsewhere(toy_dir, tmp_path):
     from tests.conftest import REPO
 
     bundle = tmp_path / "b.json.xz"
-    main(["-q", "--cache-dir", str(tmp_path / "c"), "--set", "reranker.train_split=test", "--set", "reranker.val_split=test",
-          "--set", "reranker.hard_negatives=5", "train", "reranker", "--skb", str(toy_dir), "--pool", "mfar",
+    main(["-q", "--cache-dir", str(tmp_path / "c"), "--set", "reranker.train.train_split=test", "--set", "reranker.train.val_split=test",
+          "--set", "reranker.train.hard_negatives=5", "train", "reranker", "--skb", str(toy_dir), "--pool", "mfar",
           "--export", str(bundle)])
     b = read_bundle(bundle)
     assert b["records"] and b["val_pools"] and set(b["texts"]) >= {n for r in b["records"] for n in r["positives"]}
@@ -143,8 +142,7 @@ def test_cross_encoder_learns_and_is_validated_while_training(ws, tmp_path):
     upstream = methods.run(ws, "bm25", queries)
     records = build_records(upstream, queries, depth=10, hard_negatives=5)
     serialize = CandidateSerializer(ws.skb, ws.layout)
-    cfg = RerankerConfig(kind="cross-encoder", epochs=12, lr=1e-3, head_lr=5e-2, global_batch=2, micro_batch=2,
-                         group_size=4, lora_r=4, lora_alpha=8, max_length=64, warmup=0.0, eval_every=6)
+    cfg = RerankerConfig(kind="cross-encoder", max_length=64, train=RerankerTrainingConfig(epochs=12, lr=1e-3, head_lr=5e-2, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8, warmup=0.0, eval_every=6))
     pools = validation_pools(upstream, queries, 10)
     state = train_reranker(records, serialize, tmp_path / "ce", config=cfg, progress=False, val_pools=pools)
     losses = [e["loss"] for e in state["log"]]
@@ -179,8 +177,7 @@ def test_bi_encoder_kind_starts_from_the_zero_shot_ranker(ws, tmp_path):
     zero = BiEncoderReranker(ws.encoder).score("sodium channel", docs)
     fresh = TunedBiEncoderReranker("minilm", max_length=256).score("sodium channel", docs)
     np.testing.assert_allclose(fresh * 0.05, zero, atol=2e-3)
-    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
-                            max_length=64, kind="bi-encoder")
+    cfg = RerankerConfig(max_length=64, kind="bi-encoder", train=RerankerTrainingConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8))
     state = train_reranker(records, rr.serialize, tmp_path / "bi", config=cfg, progress=False)
     assert state["step"] >= 1
     loaded = load_trained_reranker("minilm", tmp_path / "bi" / "adapter", max_length=512)
@@ -199,8 +196,7 @@ def test_stored_candidate_vectors_score_as_on_the_fly_encoding(ws, tmp_path):
     queries = read_queries(ws.default_queries_path())
     serializer = CandidateSerializer(ws.skb, ws.layout)
     records = build_records(methods.run(ws, "bm25", queries), queries, depth=10, hard_negatives=5)
-    cfg = RerankerConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8,
-                            max_length=64, kind="bi-encoder")
+    cfg = RerankerConfig(max_length=64, kind="bi-encoder", train=RerankerTrainingConfig(epochs=1, lr=1e-3, global_batch=2, micro_batch=2, group_size=4, lora_r=4, lora_alpha=8))
     train_reranker(records, serializer, tmp_path / "bi", config=cfg, progress=False)
     reranker = TunedBiEncoderReranker("minilm", tmp_path / "bi" / "adapter", max_length=64)
     vectors = CandidateVectors(tmp_path / "vec", serializer, reranker.document_encoder, progress=False)

@@ -43,6 +43,10 @@ def test_renamed_field_names_its_new_name(tmp_path):
     with pytest.raises(ConfigError, match="'eval.k' is now 'search.depth'"):
         load_config(None, ["eval.k=50"])
     assert load_config(None, ["search.depth=50"]).search.depth == 50
+    with pytest.raises(ConfigError, match="'reranker.epochs' is now 'reranker.train.epochs'"):
+        load_config(None, ["reranker.epochs=4"])
+    with pytest.raises(ConfigError, match="'mfar.hard_negative_ranks' is now 'mfar.train.hard_negative_ranks'"):
+        load_config(None, ["mfar.hard_negative_ranks=[1, 2]"])
 
 
 def test_one_place_resolves_the_cache_root(tmp_path, monkeypatch):
@@ -51,11 +55,22 @@ def test_one_place_resolves_the_cache_root(tmp_path, monkeypatch):
     assert GraspConfig(cache_dir=tmp_path / "mine").cache_root == tmp_path / "mine"
 
 
+def test_training_arguments_have_their_own_sections_and_mark_what_may_change_on_resume():
+    """What identifies a trained reranker's folder and what a resumed run may change follow from the types."""
+    from grasp.config import MFARConfig, RerankerConfig, RerankerTrainingConfig, marked
+
+    assert marked(RerankerTrainingConfig, "resumable") == {"epochs", "save_every", "val_split", "eval_every",
+                                                           "eval_queries"}
+    identity = set(RerankerConfig.model_fields) - marked(RerankerConfig, "serving_only") - {"train"}
+    assert identity == {"model", "kind", "max_length", "max_field_tokens", "max_neighbors"}
+    assert "epochs" not in MFARConfig.model_fields and "epochs" in MFARConfig().train.model_fields
+
+
 def test_training_settings_live_in_the_stage_sections():
-    c = load_config(None, ["reranker.lora_dropout=0.1", "reranker.save_every=5", "mfar.hard_negative_ranks=[11, 20]"])
-    assert (c.reranker.lora_dropout, c.reranker.save_every, c.mfar.hard_negative_ranks) == (0.1, 5, (11, 20))
-    with pytest.raises(ConfigError, match="reranker.lora_dropout"):
-        load_config(None, ["reranker.lora_dropout=1.5"])
+    c = load_config(None, ["reranker.train.lora_dropout=0.1", "reranker.train.save_every=5", "mfar.train.hard_negative_ranks=[11, 20]"])
+    assert (c.reranker.train.lora_dropout, c.reranker.train.save_every, c.mfar.train.hard_negative_ranks) == (0.1, 5, (11, 20))
+    with pytest.raises(ConfigError, match="reranker.train.lora_dropout"):
+        load_config(None, ["reranker.train.lora_dropout=1.5"])
 
 
 def test_settings_round_trip_and_bad_files_name_the_field(tmp_path):

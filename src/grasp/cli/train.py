@@ -31,16 +31,16 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = ws.config.mfar
-    train_q, val_q = ws.queries(split=cfg.train_split, limit=limit), ws.queries(split=cfg.val_split)
+    train_q, val_q = ws.queries(split=cfg.train.train_split, limit=limit), ws.queries(split=cfg.train.val_split)
     if cfg.encoder_tuning == "lora" and ws.artifact(MFAR_ENCODER) is None:
         adapter = tune_encoder(mfar_method(ws, trained=False, base_encoder=True), train_q, ws.mfar_dir,
                                ws.config.encoder.model, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
-        ws.record_artifact(MFAR_ENCODER, data={cfg.train_split: len(train_q)},
+        ws.record_artifact(MFAR_ENCODER, data={cfg.train.train_split: len(train_q)},
                            context={"mfar": cfg.model_dump(mode="json")})
         click.echo(f"mFAR encoder adapter in {adapter}; re-encoding mFAR's dense fields with it")
     retriever = mfar_method(ws, trained=False)
     state = train(retriever, train_q, val_q, ws.mfar_dir, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
-    ws.record_artifact(MFAR_WEIGHTS, data={cfg.train_split: len(train_q), cfg.val_split: len(val_q)},
+    ws.record_artifact(MFAR_WEIGHTS, data={cfg.train.train_split: len(train_q), cfg.train.val_split: len(val_q)},
                        check=mfar_expects(ws), context={"mfar": cfg.model_dump(mode="json")})
     for entry in state["log"]:
         click.echo(json.dumps(entry))
@@ -69,22 +69,22 @@ def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     cfg = with_skb_instruction(ws.config.reranker, ws.skb)  # the LLM yes/no kind's; a bundle carries it
-    queries = ws.queries(split=cfg.train_split, limit=limit)
-    records = build_records(methods.run(ws, pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.hard_negatives)
+    queries = ws.queries(split=cfg.train.train_split, limit=limit)
+    records = build_records(methods.run(ws, pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.train.hard_negatives)
     serialize = ws.serializer
     if export_path is not None:
-        val = ws.queries(split=cfg.val_split)
+        val = ws.queries(split=cfg.train.val_split)
         counts = write_bundle(export_path, records, validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth),
                               serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump(),
-                                               "manifest": {"skb": ws.skb_identity, "data": {cfg.train_split: len(queries)},
+                                               "manifest": {"skb": ws.skb_identity, "data": {cfg.train.train_split: len(queries)},
                                                             "config": ws.expects(RERANKER_ADAPTER)}})
         click.echo(f"{counts} -> {export_path}")
         return
-    val = ws.queries(split=cfg.val_split, limit=cfg.eval_queries)  # the reranker alone, validated as it trains
+    val = ws.queries(split=cfg.train.val_split, limit=cfg.train.eval_queries)  # the reranker alone, validated as it trains
     val_pools = validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth) if val else []
     state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
                            progress=ctx.obj["progress"], val_pools=val_pools)
-    ws.record_artifact(RERANKER_ADAPTER, data={cfg.train_split: len(queries)},
+    ws.record_artifact(RERANKER_ADAPTER, data={cfg.train.train_split: len(queries)},
                        context={"pool": pool, "records": len(records), "reranker": cfg.model_dump(mode="json")})
     click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")

@@ -7,7 +7,7 @@ classifier on top. That start gives logits within +-0.01 of each other on every 
 learning at the LoRA rate never left the listwise loss's ln G in our runs (README, Stage 3). The
 head here reads what the encoder was trained to produce, standardised, starts at zero (every candidate equal,
 the gradient on the head the mean difference between positive and negatives), and learns at its
-own rate (``reranker.head_lr``) while LoRA adapts the encoder at ``reranker.lr``.
+own rate (``reranker.train.head_lr``) while LoRA adapts the encoder at ``reranker.train.lr``.
 
 Built from the bundled MiniLM by default, or from any local transformers checkpoint; a trained
 adapter folder holds the LoRA weights and ``head.pt``. Runs on the GPU when one is available.
@@ -93,19 +93,19 @@ class CrossEncoderReranker(Reranker):
 
 
 class CrossEncoderTrainable(TrainableScorer):
-    """LoRA on the pair encoder at ``reranker.lr``; the zero-initialised head in full at ``reranker.head_lr``."""
+    """LoRA on the pair encoder at ``reranker.train.lr``; the zero-initialised head in full at ``reranker.train.head_lr``."""
 
     def __init__(self, cfg) -> None:
         from peft import get_peft_model
 
         tokenizer, scorer = load_cross_encoder(cfg.model)
-        scorer.encoder = get_peft_model(scorer.encoder, lora_config(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout))
+        scorer.encoder = get_peft_model(scorer.encoder, lora_config(cfg.train.lora_r, cfg.train.lora_alpha, cfg.train.lora_dropout))
         self.tokenizer, self.net, self.max_length = tokenizer, scorer, cfg.max_length
 
     def parameter_groups(self, cfg) -> list[dict]:
         head = list(self.net.head.parameters())
         lora = [p for p in self.net.encoder.parameters() if p.requires_grad]
-        return [{"params": lora, "lr": cfg.lr}, {"params": head, "lr": cfg.head_lr}]
+        return [{"params": lora, "lr": cfg.train.lr}, {"params": head, "lr": cfg.train.head_lr}]
 
     def group_logits(self, queries, docs, sizes) -> torch.Tensor:
         pair_queries = [q for q, n in zip(queries, sizes, strict=True) for _ in range(n)]

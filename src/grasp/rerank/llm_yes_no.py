@@ -190,7 +190,7 @@ class LLMYesNoTrainable(TrainableScorer):
         if next(base.parameters()).is_cuda:  # the paper's groups of 24 at 1024 tokens need it on a GPU
             base.gradient_checkpointing_enable()
             base.enable_input_require_grads()
-        self.net = get_peft_model(base, lora_config(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, "CAUSAL_LM"))
+        self.net = get_peft_model(base, lora_config(cfg.train.lora_r, cfg.train.lora_alpha, cfg.train.lora_dropout, "CAUSAL_LM"))
         self.prompts = YesNoPrompts(tokenizer, cfg.instruction, cfg.max_length)
 
     def group_logits(self, queries, docs, sizes) -> torch.Tensor:

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from grasp.config import DEFAULT_SEED, RerankerConfig
+from grasp.config import DEFAULT_SEED, RerankerConfig, RerankerTrainingConfig, marked
 from grasp.errors import ConfigError
 from grasp.results import Query, Run
 from grasp.storage import atomic_dir, atomic_file
 
 # settings a resumed run may change without starting over: more epochs continue, checkpoints are bookkeeping
-RESUMABLE = ("epochs", "save_every", "val_split", "eval_every", "eval_queries")  # may change between resumes
+RESUMABLE = marked(RerankerTrainingConfig, "resumable")
 
 
 def build_records(upstream: Run, queries: Sequence[Query], *, depth: int = 100, hard_negatives: int = 30) -> list[dict]:
@@ -68,17 +68,18 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     from transformers import get_cosine_schedule_with_warmup
 
     cfg = config or RerankerConfig()
-    identity = {**cfg.model_dump(mode="json"), "seed": seed}
+    # what the checkpoint must match: the reranker and its training arguments (one flat record), and the seed
+    identity = {**cfg.model_dump(mode="json", exclude={"train"}), **cfg.train.model_dump(mode="json"), "seed": seed}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     torch.manual_seed(seed)
     scorer = trainable(cfg)
     net = scorer.net
-    steps_per_epoch = max(1, len(records) // cfg.global_batch)
-    total_steps = steps_per_epoch * cfg.epochs
+    steps_per_epoch = max(1, len(records) // cfg.train.global_batch)
+    total_steps = steps_per_epoch * cfg.train.epochs
     opt = torch.optim.AdamW(scorer.parameter_groups(cfg))
-    sched = get_cosine_schedule_with_warmup(opt, int(cfg.warmup * total_steps), total_steps)
+    sched = get_cosine_schedule_with_warmup(opt, int(cfg.train.warmup * total_steps), total_steps)
     state = {"step": 0, "log": []}
     ckpt = out_dir / "checkpoint.pt"
     if ckpt.exists():
@@ -105,7 +106,7 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         queries, docs, sizes = [], [], []
         for rec in recs:
             pos = rng.choice(rec["positives"])
-            negs = rng.sample(rec["negatives"], min(cfg.group_size - 1, len(rec["negatives"])))
+            negs = rng.sample(rec["negatives"], min(cfg.train.group_size - 1, len(rec["negatives"])))
             group = [text(n) for n in [pos, *negs]]
             queries.append(rec["query"])
             docs += group
@@ -115,12 +116,12 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
                   for g in torch.split(logits, sizes)]
         return torch.stack(losses).mean()
 
-    val_sample = list(val_pools)[: cfg.eval_queries]
+    val_sample = list(val_pools)[: cfg.train.eval_queries]
 
     @torch.no_grad()
     def validate() -> None:
         net.eval()
-        chunk = cfg.micro_batch * cfg.group_size  # as many documents per forward pass as training scores
+        chunk = cfg.train.micro_batch * cfg.train.group_size  # as many documents per forward pass as training scores
 
         def score(q: str, docs: list[str]) -> np.ndarray:
             parts = [scorer.group_logits([q], docs[i : i + chunk], [len(docs[i : i + chunk])]).float().cpu().numpy()
@@ -137,11 +138,11 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         epoch, within = divmod(state["step"], steps_per_epoch)
         order = list(range(len(records)))
         random.Random(seed + epoch).shuffle(order)  # the same order for an epoch whatever the resume point
-        batch = order[within * cfg.global_batch : (within + 1) * cfg.global_batch]
+        batch = order[within * cfg.train.global_batch : (within + 1) * cfg.train.global_batch]
         opt.zero_grad()
         total = 0.0
-        for start in range(0, len(batch), cfg.micro_batch):
-            recs = [records[i] for i in batch[start : start + cfg.micro_batch]]
+        for start in range(0, len(batch), cfg.train.micro_batch):
+            recs = [records[i] for i in batch[start : start + cfg.train.micro_batch]]
             loss = groups_loss(recs) * len(recs) / len(batch)
             loss.backward()
             total += float(loss.detach()) * len(batch)
@@ -152,10 +153,10 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
         state["log"].append(entry)
         bar.update(1)
         bar.set_postfix(loss=f"{entry['loss']:.3f}")
-        if val_sample and ((cfg.eval_every and state["step"] % cfg.eval_every == 0) or state["step"] == total_steps):
+        if val_sample and ((cfg.train.eval_every and state["step"] % cfg.train.eval_every == 0) or state["step"] == total_steps):
             validate()
             bar.set_postfix(loss=f"{entry['loss']:.3f}", val_hit1=f"{state['val'][-1]['hit@1']:.3f}")
-        if state["step"] % cfg.save_every == 0 or state["step"] == total_steps:
+        if state["step"] % cfg.train.save_every == 0 or state["step"] == total_steps:
             with atomic_file(ckpt, "wb") as f:
                 torch.save({"model": scorer.trainable_state(),
                             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state,

@@ -28,8 +28,8 @@ class TrainableScorer(ABC):
         """One logit per document, documents grouped by query in order (``sizes[i]`` for ``queries[i]``)."""
 
     def parameter_groups(self, cfg: RerankerConfig) -> list[dict]:
-        """AdamW parameter groups; by default every trainable parameter at ``cfg.lr``."""
-        return [{"params": [p for p in self.net.parameters() if p.requires_grad], "lr": cfg.lr}]
+        """AdamW parameter groups; by default every trainable parameter at ``cfg.train.lr``."""
+        return [{"params": [p for p in self.net.parameters() if p.requires_grad], "lr": cfg.train.lr}]
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
         """The trained tensors (what a checkpoint keeps; the frozen base is reloaded)."""

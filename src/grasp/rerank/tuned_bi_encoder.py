@@ -50,7 +50,7 @@ class BiEncoderTrainable(TrainableScorer):
         from peft import get_peft_model
 
         self.tokenizer, base = load_bi_encoder(cfg.model)
-        self.net = get_peft_model(base, lora_config(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout))
+        self.net = get_peft_model(base, lora_config(cfg.train.lora_r, cfg.train.lora_alpha, cfg.train.lora_dropout))
         self.max_length = cfg.max_length
 
     def group_logits(self, queries, docs, sizes) -> torch.Tensor:

@@ -67,13 +67,13 @@ class _Examples:
         self.row_of = row_of = index.row_of
         self.queries = queries = [q for q in train_queries if any(a in row_of for a in q.answer_ids)]
         single = next(i for i, s in enumerate(index.specs) if s.name == "single")
-        lo, hi = cfg.hard_negative_ranks
+        lo, hi = cfg.train.hard_negative_ranks
         bm25_run = index.lexical[single].batch_search(queries, hi)
         self.hard = {q.qid: [row_of[int(n)] for n in bm25_run[q.qid].node_ids[lo - 1 : hi].tolist()
                              if int(n) not in set(q.answer_ids) and int(n) in row_of] for q in queries}
         self.lexical = _LexicalCache(index, index.tokenize([q.text for q in queries]))
         self.n_rows = len(row_of)
-        self.batch_size = cfg.batch_size
+        self.batch_size = cfg.train.batch_size
 
     def batches(self, rng: random.Random):
         """One epoch: (query numbers, candidate rows (positives then negatives), lexical (B, C, F), mask of
@@ -113,7 +113,7 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
     examples = _Examples(retriever, train_queries, cfg)
     q_emb = index.encoder.encode_queries([q.text for q in examples.queries])
 
-    opt = torch.optim.Adam(retriever.weights.parameters(), lr=cfg.lr)
+    opt = torch.optim.Adam(retriever.weights.parameters(), lr=cfg.train.lr)
     state = {"epoch": 0, "best": -1.0, "bad_epochs": 0, "log": []}
     ckpt = out_dir / "checkpoint.pt"
     if ckpt.exists():
@@ -122,16 +122,16 @@ def train(retriever: MFARRetriever, train_queries: Sequence[Query], val_queries:
         opt.load_state_dict(saved["optimizer"])
         state = saved["state"]
         rng.setstate(saved["rng"])
-    for epoch in range(state["epoch"], cfg.epochs):
-        if state["bad_epochs"] > cfg.patience:
+    for epoch in range(state["epoch"], cfg.train.epochs):
+        if state["bad_epochs"] > cfg.train.patience:
             break
         total = 0.0
-        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.batch_size),
+        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.train.batch_size),
                    desc=f"mfar epoch {epoch + 1}", disable=not progress)
         for batch, cand, lex, mask in bar:
             dense = torch.from_numpy(np.stack([index.dense_scores(q_emb[i], cand).T for i in batch]))
             w = retriever.weights(torch.from_numpy(q_emb[batch]))
-            loss = _loss(retriever.weights.combine(w, lex, dense), mask, cfg.temperature)
+            loss = _loss(retriever.weights.combine(w, lex, dense), mask, cfg.train.temperature)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -180,10 +180,10 @@ def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_d
     torch.manual_seed(seed)
     examples = _Examples(retriever, train_queries, cfg)
     tokenizer, base = load_bi_encoder(model)
-    net = get_peft_model(base, lora_config(cfg.encoder_lora_r, 2 * cfg.encoder_lora_r, 0.05))
+    net = get_peft_model(base, lora_config(cfg.train.encoder_lora_r, 2 * cfg.train.encoder_lora_r, 0.05))
     weights = FieldWeights(index.encoder.dim, index.n_fields, index.has_dense)
-    opt = torch.optim.AdamW([{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.encoder_lr},
-                             {"params": weights.parameters(), "lr": cfg.lr}])
+    opt = torch.optim.AdamW([{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.train.encoder_lr},
+                             {"params": weights.parameters(), "lr": cfg.train.lr}])
     max_length = getattr(index.encoder, "max_length", 256)
     dense_fields = [f for f, has in enumerate(index.has_dense) if has]
     state = {"epoch": 0, "log": []}
@@ -196,9 +196,9 @@ def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_d
         state = saved["state"]
         rng.setstate(saved["rng"])
     net.train()
-    for epoch in range(state["epoch"], cfg.encoder_epochs):
+    for epoch in range(state["epoch"], cfg.train.encoder_epochs):
         total = 0.0
-        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.batch_size),
+        bar = tqdm(examples.batches(rng), total=-(-len(examples.queries) // cfg.train.batch_size),
                    desc=f"mfar encoder epoch {epoch + 1}", disable=not progress)
         for batch, cand, lex, mask in bar:
             qv = embed(net, tokenizer, [examples.queries[i].text for i in batch], max_length)
@@ -209,7 +209,7 @@ def tune_encoder(retriever: MFARRetriever, train_queries: Sequence[Query], out_d
                 if filled:
                     dv = embed(net, tokenizer, [docs[j] for j in filled], max_length)
                     dense[:, filled, f] = qv @ dv.T
-            loss = _loss(weights.combine(weights(qv), lex, dense), mask, cfg.temperature)
+            loss = _loss(weights.combine(weights(qv), lex, dense), mask, cfg.train.temperature)
             opt.zero_grad()
             loss.backward()
             opt.step()
