@@ -34,9 +34,12 @@ def marked(section: type[BaseModel], marker: str) -> frozenset[str]:
 
 
 class EncoderConfig(_Section):
-    """The text encoder shared by the dense baseline and (later) anchor linking and rescoring."""
+    """The text encoder shared by the dense baseline, anchor linking, rescoring, mFAR's dense fields and the
+    zero-shot bi-encoder reranker."""
 
-    kind: Literal["sentence-transformers", "openai"] = "sentence-transformers"
+    kind: Literal["sentence-transformers", "openai"] = Field(
+        "sentence-transformers", description="sentence-transformers: a local model run in-process; openai: an "
+        "OpenAI-compatible /v1/embeddings endpoint (base_url)")
     model: str = Field(
         "minilm",
         description="'minilm' (bundled all-MiniLM-L6-v2), a sentence-transformers name or local path, "
@@ -54,27 +57,35 @@ class EncoderConfig(_Section):
     device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, description="seconds before an embeddings request is retried (openai)")
     query_prefix: str = Field("", description="prepended to queries (instruction-tuned embedders)")
 
 
 class VectorIndexConfig(_Section):
-    backend: Literal["exact", "faiss"] = "exact"
-    dtype: Literal["float16", "float32"] = "float16"
+    """Where node vectors are searched (anchor linking, the dense baseline, mFAR's dense fields)."""
+
+    backend: Literal["exact", "faiss"] = Field("exact", description="exact: every vector scored (two passes over "
+                                               "large types); faiss: an HNSW graph, for million-node graphs")
+    dtype: Literal["float16", "float32"] = Field("float16", description="how node vectors are stored on disk")
     chunk_rows: int = Field(65536, ge=1024, description="rows scored at a time by exact search")
     faiss_m: int = Field(32, ge=4, description="HNSW graph degree (faiss backend)")
-    faiss_ef_search: int = Field(128, ge=8)
+    faiss_ef_search: int = Field(128, ge=8, description="HNSW search breadth (faiss backend): recall against speed")
 
 
 class BM25Config(_Section):
-    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
-    k1: float = Field(1.2, gt=0)
-    b: float = Field(0.75, ge=0, le=1)
+    """BM25: the baseline, mFAR's lexical scorers and the lexical zero-shot reranker."""
+
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = Field(
+        "lucene", description="the BM25 variant (bm25s' names)")
+    k1: float = Field(1.2, gt=0, description="term-frequency saturation")
+    b: float = Field(0.75, ge=0, le=1, description="document-length normalisation")
     stopwords: str | None = Field("en", description="'en' or null")
     stemmer: str | None = Field("english", description="a PyStemmer language, or null")
 
 
 class SearchConfig(_Section):
+    """How deep every stage ranks."""
+
     depth: int = Field(100, ge=1, description="results each retriever returns per query (grasp eval's default k; "
                        "the API keeps this many per stage, so stage ranks reach below the k it shows)")
 
@@ -93,8 +104,8 @@ class PlannerConfig(_Section):
         "cache: replay cached plans only")
     model_path: Path | None = Field(None, description="GGUF file; default: the fetched Qwen2.5-Coder-1.5B in the cache")
     model: str = Field("qwen2.5-coder-1.5b-instruct-q4_k_m", description="model name (sent to an endpoint; cache key)")
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    base_url: str | None = Field(None, description="planner.kind=openai: the endpoint, e.g. http://localhost:8000/v1")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the endpoint's API key")
     on_miss: Literal["error", "no_trade"] = Field(
         "error", description="kind=cache and a query without a cached plan: fail, or degrade it to no_trade "
         "(Stage 2 then uses the dense branch alone)")
@@ -107,7 +118,7 @@ class PlannerConfig(_Section):
                          "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "
                          "and lowers the risk level when they disagree")
     temperature: float = Field(0.7, gt=0, le=2, description="sampling temperature of the extra plans")
-    max_tokens: int = Field(400, ge=64)
+    max_tokens: int = Field(400, ge=64, description="longest plan decoded, in tokens")
     engine: Literal["auto", "llama.cpp", "torch"] = Field(
         "auto", description="what runs the local GGUF: llama.cpp (xllamacpp, its generic AVX2 build) or PyTorch in "
         "bfloat16, many requests decoded as one batch over a shared prompt prefix (grasp.plan.torch_llm); auto: torch "
@@ -120,7 +131,7 @@ class PlannerConfig(_Section):
     flash_attn: bool = Field(True, description="flash attention in the local model (faster over the long prompt)")
     n_ctx: int = Field(8192, ge=1024, description="context per slot")
     workers: int = Field(4, ge=1, description="concurrent requests to an OpenAI-compatible endpoint")
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="seconds before a request to the endpoint is retried")
     cache_file: Path | None = Field(None, description="writable plan cache; default: <index dir>/plans.jsonl")
 
 
@@ -131,26 +142,29 @@ class GraphConfig(_Section):
         "kuzu", description="kuzu: embedded graph database (Cypher); ladybug: LadybugDB, Kùzu's maintained fork "
         "(pip install 'grasp-retrieval[ladybug]'; not in one process with kuzu); memory: the CSR executor (same "
         "scores); neo4j: a Neo4j 5 / Bolt server")
-    name_k: int = Field(5, ge=1)
-    name_tau: float = Field(0.95, ge=0, le=1)
-    doc_k: int = Field(10, ge=1)
-    doc_tau: float = Field(0.90, ge=0, le=1)
+    name_k: int = Field(5, ge=1, description="anchor linking in name mode: at most this many nodes per anchor")
+    name_tau: float = Field(0.95, ge=0, le=1, description="name mode: keep matches whose cosine is at least tau x "
+                            "the best match's")
+    doc_k: int = Field(10, ge=1, description="anchor linking in doc mode (a description, matched against whole "
+                       "documents): at most this many nodes per anchor")
+    doc_tau: float = Field(0.90, ge=0, le=1, description="doc mode: keep matches whose cosine is at least tau x the "
+                           "best match's")
     rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
     buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
-    neo4j_uri: str = "bolt://localhost:7687"
-    neo4j_user: str = "neo4j"
+    neo4j_uri: str = Field("bolt://localhost:7687", description="engine=neo4j: the Bolt server")
+    neo4j_user: str = Field("neo4j", description="engine=neo4j: the user")
     neo4j_password_env: str = Field("NEO4J_PASSWORD", description="environment variable holding the password")
-    neo4j_database: str | None = None
+    neo4j_database: str | None = Field(None, description="engine=neo4j: the database (default: the server's)")
 
 
 class MFARTrainingConfig(_Section):
     """`grasp train mfar`'s arguments: how mFAR's field weights (and, with ``encoder_tuning=lora``, its encoder) are
     trained. They shape the training folder's identity, not what is served."""
 
-    epochs: int = Field(10, ge=1)
-    batch_size: int = Field(32, ge=2)
+    epochs: int = Field(10, ge=1, description="most epochs of the weights-only phase (it early-stops on validation)")
+    batch_size: int = Field(32, ge=2, description="queries per contrastive batch (the others' positives are negatives)")
     lr: float = Field(5e-3, gt=0, description="learning rate of the field weights")
-    temperature: float = Field(0.05, gt=0)
+    temperature: float = Field(0.05, gt=0, description="softmax temperature of the contrastive loss")
     patience: int = Field(2, ge=0, description="epochs without validation gain before stopping")
     hard_negative_ranks: tuple[int, int] = Field((51, 100), description="ranks of the single-field BM25 run the "
                                                  "hard negative is sampled from (positives removed)")
@@ -186,14 +200,16 @@ class RerankerTrainingConfig(_Section):
     epochs: int = Field(2, ge=1, description="paper: 2; the shipped pkg adapter: 4 (on a GPU)", **RESUMABLE)
     lr: float = Field(2e-4, gt=0, description="paper: 3e-5 (for its 0.6B LLM reranker; too low for LoRA on MiniLM)")
     head_lr: float = Field(1e-3, gt=0, description="learning rate of a scoring head trained from zero (cross-encoder)")
-    warmup: float = Field(0.05, ge=0, lt=1)
-    global_batch: int = Field(16, ge=1)
+    warmup: float = Field(0.05, ge=0, lt=1, description="share of the steps the learning rate warms up over "
+                          "(cosine schedule after)")
+    global_batch: int = Field(16, ge=1, description="queries per optimiser step (accumulated over micro batches)")
     micro_batch: int = Field(4, ge=1, description="groups per forward pass (memory, not results)")
     group_size: int = Field(8, ge=2, description="1 positive + negatives per group (paper: 24; CPU default 8)")
-    hard_negatives: int = Field(30, ge=1)
-    lora_r: int = Field(32, ge=1)
-    lora_alpha: int = Field(64, ge=1)
-    lora_dropout: float = Field(0.05, ge=0, lt=1)
+    hard_negatives: int = Field(30, ge=1, description="highest-ranked non-gold candidates of the upstream pool "
+                                "kept per training query (each group samples from them)")
+    lora_r: int = Field(32, ge=1, description="LoRA rank")
+    lora_alpha: int = Field(64, ge=1, description="LoRA scaling")
+    lora_dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the LoRA layers")
     save_every: int = Field(50, ge=1, description="training steps between checkpoints (an interrupted run resumes)",
                             **RESUMABLE)
     eval_every: int = Field(0, ge=0, description="training steps between validations of the reranker alone on "
@@ -233,7 +249,7 @@ class RerankerConfig(_Section):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="numerics of a trained reranker at inference (as encoder.precision; training stays "
         "fp32); stored candidate vectors are kept apart per precision", **SERVING_ONLY)
-    max_neighbors: int = Field(10, ge=0)
+    max_neighbors: int = Field(10, ge=0, description="neighbours per relation in a candidate's serialization")
     train: RerankerTrainingConfig = RerankerTrainingConfig()
 
     @model_validator(mode="after")
@@ -265,7 +281,7 @@ class GraspConfig(_Section):
     fusion: FusionConfig = FusionConfig()
     reranker: RerankerConfig = RerankerConfig()
     artifacts: ArtifactsConfig = ArtifactsConfig()
-    seed: int = DEFAULT_SEED
+    seed: int = Field(DEFAULT_SEED, description="every seeded step: training, sampled plans, the LLM")
 
     @property
     def cache_root(self) -> Path:
