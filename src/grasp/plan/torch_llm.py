@@ -23,14 +23,14 @@ import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from grasp.errors import ConfigError
+from grasp.plan.gguf import converted_dir, load_gguf_as_torch
 from grasp.plan.llm import ChatClient, LLMError, guidance_grammar
-from grasp.progress import announce
+from grasp.plan.shared_prefix import shared_prefix, shared_prefix_layer_class
 from grasp.storage import atomic_file, stable_hash
 
 
@@ -42,52 +42,6 @@ class _Request:
     temperature: float
     seed: int
     done: Future = field(default_factory=Future)
-
-
-def converted_dir(model_path: Path) -> Path:
-    """Where the dequantized copy of a GGUF is kept (a folder beside it)."""
-    return model_path.with_name(model_path.name + ".torch")
-
-
-def convert_gguf(model_path: Path) -> Path:
-    """The folder of a GGUF's weights dequantized for transformers (bfloat16 safetensors and the
-    tokenizer), made on first use through transformers' GGUF reader (about a minute) and written
-    atomically beside the file."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from grasp.storage import atomic_dir
-
-    model_path = Path(model_path)
-    if not model_path.exists():
-        raise ConfigError(f"{model_path}: GGUF model not found; run `grasp fetch planner` or set planner.model_path")
-    target = converted_dir(model_path)
-    if not (target / "config.json").exists():
-        announce("planner", f"converting {model_path.name} for PyTorch (once; kept in {target})")
-        tokenizer = AutoTokenizer.from_pretrained(model_path.parent, gguf_file=model_path.name)
-        loaded = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,
-                                                      dtype=torch.bfloat16)
-        # a model loaded from GGUF refuses save_pretrained: its weights go into a fresh one of its config
-        model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.bfloat16)
-        missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
-        if unexpected or set(missing) - {"lm_head.weight"}:
-            raise ConfigError(f"{model_path.name}: its weights do not fit the model transformers builds for it "
-                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-        del loaded
-        with atomic_dir(target) as tmp:
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-    return target
-
-
-def load_gguf_as_torch(model_path: Path, *, dtype):
-    """(tokenizer, causal LM in ``dtype``) of a GGUF file, through :func:`convert_gguf`."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target = convert_gguf(model_path)
-    model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
-    model.eval()
-    return AutoTokenizer.from_pretrained(target), model
 
 
 class TorchChatClient(ChatClient):
@@ -242,7 +196,7 @@ class TorchChatClient(ChatClient):
         cache = DynamicCache()
         room = width + max(r.max_tokens for r in requests) + 1
         if shared > 0:
-            layer = _shared_prefix_layer_class()
+            layer = shared_prefix_layer_class()
             cache.layers = [layer(k, v, n, room) for k, v in self._prefix_cache(prompts[0][:shared])]
         # suffixes left-padded after the shared prefix; the mask hides the padding
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self._eos)
@@ -260,7 +214,7 @@ class TorchChatClient(ChatClient):
         generators = [None if r.temperature <= 0 else torch.Generator().manual_seed(int(r.seed)) for r in requests]
         outputs: list[list[int]] = [[] for _ in requests]
         active = list(range(n))  # request index of each batch row
-        with torch.inference_mode(), _shared_prefix(self.model, cache if shared > 0 else None):
+        with torch.inference_mode(), shared_prefix(self.model, cache if shared > 0 else None):
             logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                                 cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1, :]
             while active:
@@ -313,133 +267,6 @@ class TorchChatClient(ChatClient):
             llnp.fill_next_token_bitmask(matchers[r], bitmask, j)
         allowed = np.unpackbits(bitmask.view(np.uint8), axis=1, bitorder="little")[:, : logits.shape[1]]
         logits[rows] = logits[rows].masked_fill(torch.from_numpy(allowed == 0), float("-inf"))
-
-
-_ATTENTION = "grasp_shared_prefix"
-_ACTIVE: dict[str, object] = {}  # "cache": the cache whose shared prefix the attention reads (one decoding thread)
-
-
-@cache
-def _shared_prefix_layer_class():
-    from transformers.cache_utils import DynamicLayer
-
-    class SharedPrefixLayer(DynamicLayer):
-        """One layer's cache for a batch that shares a prompt prefix: the prefix's keys and values once
-        (batch 1), and each row's own tokens in a buffer with room to grow (a decoding step writes in place,
-        where transformers' DynamicLayer copies the whole cache at every step). ``update`` returns the rows'
-        own keys and values; :func:`_shared_prefix_attention` adds the prefix. Reading the ~2,500-token
-        prefix once per layer instead of once per row is most of a batched step's memory traffic saved."""
-
-        def __init__(self, prefix_keys, prefix_values, batch: int, room: int) -> None:
-            super().__init__()
-            self.device = prefix_keys.device
-            self.prefix_keys, self.prefix_values = prefix_keys, prefix_values
-            _, h, self.n_prefix, d = prefix_keys.shape
-            self._k = prefix_keys.new_empty((batch, h, room, d))
-            self._v = prefix_values.new_empty((batch, h, room, prefix_values.shape[-1]))
-            self._n = 0
-            self._views()
-            self.is_initialized = True
-
-        def _views(self) -> None:
-            self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            m = key_states.shape[-2]
-            if self._n + m > self._k.shape[2]:  # out of room: grow (not expected: room covers max_tokens)
-                grow = max(m, 256)
-                self._k = _with_room(self._k[:, :, : self._n], grow)
-                self._v = _with_room(self._v[:, :, : self._n], grow)
-            self._k[:, :, self._n : self._n + m] = key_states
-            self._v[:, :, self._n : self._n + m] = value_states
-            self._n += m
-            self._views()
-            return self.keys, self.values
-
-        def get_seq_length(self) -> int:
-            return self.n_prefix + self._n
-
-        def batch_select_indices(self, indices) -> None:
-            self._k, self._v = self._k[indices], self._v[indices]  # one copy when rows leave the batch
-            self._views()
-
-    return SharedPrefixLayer
-
-
-def _with_room(x, room: int):
-    """``x`` (batch, heads, length, dim) copied into a tensor with ``room`` more positions."""
-    import torch
-
-    return torch.cat([x, x.new_empty((*x.shape[:2], room, x.shape[-1]))], dim=2)
-
-
-@cache
-def _register_attention() -> None:
-    """Make :func:`_shared_prefix_attention` (with SDPA's masks) selectable as ``_ATTENTION``, once."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    AttentionInterface.register(_ATTENTION, _shared_prefix_attention)
-    AttentionMaskInterface.register(_ATTENTION, sdpa_mask)
-
-
-def _shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Attention of a batch over its shared prefix and each row's own tokens, as one softmax: the prefix's
-    scores come from one product per key/value head over every row's queries (the prefix read once), the
-    own tokens' from the rows' own caches; the mask transformers built over prefix + own is split between
-    them. Without an active shared-prefix cache (computing the prefix itself) it is plain SDPA."""
-    import torch
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    cache = _ACTIVE.get("cache")
-    if cache is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                                      **kwargs)
-    layer = cache.layers[module.layer_idx]
-    b, h, q, d = query.shape
-    kvh = key.shape[1]
-    g = h // kvh
-    pk, pv = layer.prefix_keys[0], layer.prefix_values[0]  # (kvh, P, d)
-    n_prefix, n_own = pk.shape[1], key.shape[2]
-    qg = query.reshape(b, kvh, g * q, d)  # query head j reads key/value head j // g
-    folded = qg.transpose(0, 1).reshape(kvh, b * g * q, d)
-    scores_prefix = (folded @ pk.transpose(1, 2)).reshape(kvh, b, g * q, n_prefix).transpose(0, 1)
-    scores = torch.cat([scores_prefix, qg @ key.transpose(-1, -2)], dim=-1).float() * (scaling or d**-0.5)
-    if attention_mask is None:  # transformers left it out: nothing padded, so only causality within the own tokens
-        own = torch.arange(n_own - q, n_own)[:, None] >= torch.arange(n_own)[None, :]
-        allowed = torch.cat([torch.ones(q, n_prefix, dtype=torch.bool), own], dim=-1)[None, None]
-        allowed = allowed.expand(b, 1, q, n_prefix + n_own)
-    elif attention_mask.dtype == torch.bool:
-        allowed = attention_mask[..., -(n_prefix + n_own):]
-    else:
-        allowed = attention_mask[..., -(n_prefix + n_own):] > torch.finfo(attention_mask.dtype).min / 2
-    allowed = allowed.unsqueeze(2).expand(b, allowed.shape[1], g, q, n_prefix + n_own).reshape(b, -1, g * q,
-                                                                                                n_prefix + n_own)
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).to(value.dtype)
-    w_prefix = weights[..., :n_prefix].transpose(0, 1).reshape(kvh, b * g * q, n_prefix)
-    out = (w_prefix @ pv).reshape(kvh, b, g * q, d).transpose(0, 1) + weights[..., n_prefix:] @ value
-    return out.reshape(b, h, q, d).transpose(1, 2).contiguous(), None
-
-
-class _shared_prefix:  # noqa: N801 - used as a context manager
-    """Route the model's attention through :func:`_shared_prefix_attention` while ``cache`` decodes."""
-
-    def __init__(self, model, cache) -> None:
-        self.model, self.cache = model, cache
-
-    def __enter__(self):
-        if self.cache is None:
-            return self
-        _register_attention()
-        self._before = self.model.config._attn_implementation
-        self.model.set_attn_implementation(_ATTENTION)
-        _ACTIVE["cache"] = self.cache
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.cache is not None:
-            _ACTIVE.pop("cache", None)
-            self.model.set_attn_implementation(self._before)
 
 
 def _common_prefix(seqs: list[list[int]]) -> int:

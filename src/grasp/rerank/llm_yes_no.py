@@ -16,7 +16,7 @@ candidate's tokens cut so the whole prompt fits ``max_length``. Prompts are left
 position ids counted from each prompt's first real token, so a candidate scores the same alone or batched.
 
 The base model is a local transformers checkpoint folder or a GGUF file (dequantized once through
-:func:`grasp.plan.torch_llm.convert_gguf`, kept beside it); a trained adapter folder holds the LoRA weights.
+:func:`grasp.plan.gguf.convert_gguf`, kept beside it); a trained adapter folder holds the LoRA weights.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def load_causal_lm(model: str, adapter: Path | None = None, *, device: str | Non
                           "folder or a .gguf file (`grasp fetch reranker-llm` prints one)")
     path = Path(model).expanduser()
     if path.suffix.lower() == ".gguf":
-        from grasp.plan.torch_llm import convert_gguf
+        from grasp.plan.gguf import convert_gguf
 
         if not path.is_file():
             raise ConfigError(f"{path}: GGUF model not found (`grasp fetch reranker-llm` fetches the 0.5B one)")
