@@ -51,9 +51,9 @@ class EncoderConfig(_Section):
     tokens_per_batch: int = Field(2048, ge=64, description="padded tokens per batch (sentence-transformers)")
     precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto", description="auto: bf16 where the device multiplies bfloat16 natively (CPUs with AVX512-BF16 or "
-        "AMX, recent GPUs), else fp32. bf16: matrix products in bfloat16 under autocast, 2.2-2.7x faster on such "
-        "CPUs at cosine 0.9999 to fp32; int8: dynamic quantization of the Linear layers on CPU, ~1.5x faster, "
-        "cosine ~0.96 (bench/encoder_throughput.py). Each precision's vectors are cached apart")
+        "AMX, recent GPUs), else fp32. bf16: matrix products in bfloat16 under autocast (normalisation and softmax in "
+        "float32); int8: dynamic quantization of the Linear layers on CPU. Each precision's vectors are cached apart; "
+        "speed and cosines to fp32: docs/benchmarks.md")
     device: str | None = Field(None, description="torch device; default: cuda if available, else cpu")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
@@ -124,7 +124,7 @@ class PlannerConfig(_Section):
         "bfloat16, many requests decoded as one batch over a shared prompt prefix (grasp.plan.torch_llm); auto: torch "
         "where the CPU multiplies bfloat16 natively, else llama.cpp")
     batch: int = Field(32, ge=1, le=256, description="requests the torch engine decodes at once (the planner keeps "
-                       "this many in flight; 32: 4.4x the serial plans per hour on 2 cores, bench/planner_throughput.py)")
+                       "this many in flight; plans per hour by batch size: docs/benchmarks.md)")
     threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")
     slots: int = Field(2, ge=1, le=16, description="sequences the local model decodes at once (llama.cpp parallel "
                        "slots, continuous batching); each slot keeps its own copy of the prompt prefix")
@@ -244,7 +244,7 @@ class RerankerConfig(_Section):
     depth: int = Field(100, ge=1, description="upstream candidates reranked", **SERVING_ONLY)
     max_length: int = Field(128, ge=32, description="tokens per candidate (a pair, for the cross-encoder) at "
                             "training; a trained adapter records it and inference uses it (paper: 1024; 2048 on "
-                            "Prime; 128 keeps bio's CPU training near 30 min, 256 would take about 4x)")
+                            "Prime; training time grows with it: docs/stages-2-3.md)")
     max_field_tokens: int = Field(300, ge=8, description="per-field truncation of the serialization (paper: 300/512)")
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="numerics of a trained reranker at inference (as encoder.precision; training stays "

@@ -126,8 +126,8 @@ def inference_numerics(precision: str, device: str):
 
 
 def quantize_int8(module):
-    """``module`` with every Linear layer in int8 (dynamic quantization, per-channel weights): about
-    1.5x faster on these CPUs at cosine ~0.98 to float32 (bench/encoder_throughput.py)."""
+    """``module`` with every Linear layer in int8 (dynamic quantization, per-channel weights): faster on CPU at
+    some cost in cosine to float32 (both measured by bench/encoder_throughput.py, docs/benchmarks.md)."""
     import warnings
 
     import torch

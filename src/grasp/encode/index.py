@@ -28,8 +28,8 @@ class VectorIndex(ABC):
 
 class ExactIndex(VectorIndex):
     """Exact top-k by cosine. A float16 matrix larger than ``chunk_rows`` is searched in two passes: a
-    half-precision product over every row (torch's fp16 kernel reads the stored matrix as it is, about 20x
-    faster than converting it to float32 chunk by chunk, which cost 1.4 s per anchor over 1.1M MAG authors),
+    half-precision product over every row (torch's fp16 kernel reads the stored matrix as it is, where converting
+    it to float32 chunk by chunk dominates a search over a million rows: bench/search_kernels.py),
     then the best ``k + SHORTLIST`` rows rescored in float32 as the one-pass scan scores them, so the result is
     a float32 ranking of every row (ties by row; the scan keeps an arbitrary few of rows tied at its cut) unless
     more than SHORTLIST rows lie within fp16 rounding (~5e-4) of the k-th score."""

@@ -44,8 +44,8 @@ def _columns_to_arrays(ids, scores) -> tuple[np.ndarray, np.ndarray]:
 
 def _fetch_columns(result) -> tuple[np.ndarray, np.ndarray]:
     """A Kùzu/LadybugDB result's (id, score) columns. Through the engine's columnar export when pandas is
-    installed (about 20x faster than Python's row loop on 500K rows, which one hub anchor can return),
-    else row by row."""
+    installed (far faster than Python's row loop on the hundreds of thousands of rows one hub anchor can
+    return: bench/search_kernels.py), else row by row."""
     try:
         import pandas  # noqa: F401 - get_as_df needs it
     except ImportError:

@@ -1,8 +1,8 @@
 """The local planner model run by PyTorch, many requests decoded as one batch.
 
-On CPUs that multiply bfloat16 natively (AVX512-BF16, AMX) a bfloat16 matrix product runs about
-4.5x faster than float32 and far faster than llama.cpp's generic AVX2 build decodes the Q4_K_M file
-(bench/planner_throughput.py). This client loads the same GGUF weights into transformers
+On CPUs that multiply bfloat16 natively (AVX512-BF16, AMX) a bfloat16 matrix product runs far faster than
+float32, and than llama.cpp's generic AVX2 build decodes the Q4_K_M file (measured in docs/benchmarks.md,
+bench/planner_throughput.py). This client loads the same GGUF weights into transformers
 (dequantized once, then cached as safetensors beside the GGUF), and decodes the requests that
 arrive together as one batch:
 

@@ -101,7 +101,7 @@ class FieldIndex:
                 emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
                                 lambda node, lay=lay: lay.document(skb, node), encoder, progress=progress)
             self.dense_rows.append(rows)
-            # kept as stored: a float32 copy of Amazon's two default fields would hold 2.9 GB, and ExactIndex
+            # kept as stored (a float32 copy would double a large KB's fields in memory), and ExactIndex
             # finds each field's top rows in half precision, then scores them in float32
             self.dense.append(emb)
             self._dense_search.append(ExactIndex(emb, rows))
@@ -129,7 +129,7 @@ class FieldIndex:
     def _from_node_vectors(self, vectors: NodeVectors, mode: str, rows: np.ndarray) -> np.ndarray:
         """The Stage-1 vectors of these candidate rows: a view of the type's memory-mapped matrix when the rows
         are a run of one type's nodes in order (Amazon's and MAG's candidates are one type: no copy of their
-        1.5 GB), else gathered from the per-type indexes."""
+        matrix), else gathered from the per-type indexes."""
         types = self.skb.schema.candidate_types
         if len(types) == 1 and rows.size:
             ids, matrix = vectors.embeddings(mode, types[0])  # type: ignore[arg-type]
