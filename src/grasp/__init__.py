@@ -12,7 +12,7 @@ The public API is a handful of verbs and shapes::
     ranking = methods.retriever(ws, "bm25").search("python library for parsing yaml", k=10)
 """
 
-from grasp.api import Hit, Searcher, SearchResult, results_to_dataframe, results_to_run
+from grasp.api import Hit, Searcher, SearchResult, prepare, results_to_dataframe, results_to_run
 from grasp.config import GraspConfig, load_config
 from grasp.errors import FormatError, GraspError, InputError
 from grasp.eval import EvalReport, evaluate_run, markdown_table, read_run, write_run
@@ -25,7 +25,7 @@ from grasp.workspace import Workspace
 __version__ = "0.1.0"
 
 __all__ = [
-    "Searcher", "SearchResult", "Hit", "results_to_dataframe", "results_to_run", "InputError",
+    "Searcher", "SearchResult", "Hit", "prepare", "results_to_dataframe", "results_to_run", "InputError",
     "GraspConfig", "load_config", "GraspError", "FormatError", "EvalReport", "evaluate_run",
     "markdown_table", "read_run", "write_run", "METHODS", "Workspace", "Ranking", "Run", "StageTrace",
     "Retriever", "SKB", "Query", "load_skb", "read_queries", "write_skb", "__version__",

@@ -133,6 +133,9 @@ class Searcher:
         if ready[method] is not None:
             raise InputError(f"method {method!r} is not prepared for this knowledge base: {ready[method]}")
         self.method = method
+        self.untuned = methods.untuned(workspace)[method]  # parts running on untuned defaults
+        if self.untuned:
+            self.notes.append(f"{method} runs on untuned defaults for: {'; '.join(self.untuned)}")
         self.retriever = methods.retriever(workspace, method)
 
     @classmethod
@@ -210,3 +213,16 @@ class Searcher:
             timings.update({f"graph.{k}": v for k, v in graph.timings_ms.items()})
         timings["total"] = round(1000 * seconds, 2)
         return timings
+
+
+def prepare(skb: str | Path, *, until: str | None = None, config: GraspConfig | None = None,
+            overrides: Sequence[str] = (), stark_dataset: str | None = None, progress: bool = True,
+            on_step=None) -> list:
+    """`grasp prepare` in Python: the whole recipe for one knowledge base (validate, index, plans, train mFAR, tune
+    fusion, train the reranker, tune both final fusions), each step skipped when what it makes is there; returns
+    each step's outcome (:class:`grasp.lab.prepare.StepOutcome`). ``on_step`` hears each one as it ends."""
+    from grasp.lab.prepare import prepare as run_recipe
+
+    config = config or load_config(None, list(overrides))
+    ws = Workspace.open(skb, config, stark_dataset=stark_dataset, progress=progress)
+    return run_recipe(ws, until=until, on_step=on_step or (lambda outcome: None))

@@ -94,6 +94,9 @@ class FusionConfig(_Section):
     """Stage 2: the graph ranking fused with the dense partner's (the fusion itself is a tuned setting)."""
 
     depth: int = Field(100, ge=1, description="results of each branch (graph, mFAR) that Stage 2 fuses")
+    w: float = Field(0.5, ge=0, le=1, description="untuned: the graph ranking's weight in the static RRF served where "
+                     "`grasp tune fusion` saved no setting (a KB nobody labelled; how it was chosen: docs/defaults.md)")
+    rrf_k: float = Field(60.0, gt=0, description="untuned: the RRF constant of that static fusion")
 
 
 class PlannerConfig(_Section):
@@ -113,6 +116,10 @@ class PlannerConfig(_Section):
     format: Literal["flat", "nested"] = Field(
         "nested", description="the plan the model writes: nested (a tree rooted at the target, whose grammar cannot "
         "express a malformed plan; grasp.plan.nested) or flat (anchors, hops, target: the earlier format)")
+    examples: Literal["auto", "none"] = Field(
+        "auto", description="the worked examples the prompt shows: auto = the prompt profile's hand-written ones (bio, "
+        "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split; none: the schema alone. "
+        "The plan cache is keyed by the prompt, so plans made with examples are not replayed without them")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "
                          "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "
@@ -250,6 +257,11 @@ class RerankerConfig(_Section):
         "auto", description="numerics of a trained reranker at inference (as encoder.precision; training stays "
         "fp32); stored candidate vectors are kept apart per precision", **SERVING_ONLY)
     max_neighbors: int = Field(10, ge=0, description="neighbours per relation in a candidate's serialization")
+    final_w: float = Field(0.5, ge=0, le=1, description="untuned: the reranker's weight in the static final fusion "
+                           "served where `grasp tune rerank` saved no setting (how it was chosen: docs/defaults.md)",
+                           **SERVING_ONLY)
+    final_rrf_k: float = Field(60.0, gt=0, description="untuned: the RRF constant of that final fusion",
+                               **SERVING_ONLY)
     train: RerankerTrainingConfig = RerankerTrainingConfig()
 
     @model_validator(mode="after")
@@ -263,6 +275,9 @@ class RerankerConfig(_Section):
 class ArtifactsConfig(_Section):
     """How trained artifacts (mFAR weights, fusion settings, reranker adapters) are checked when loaded."""
 
+    shipped: bool = Field(True, description="read the trained artifacts the package ships for this KB's schema "
+                          "(bio, pkg and the demo have them); false: only this workspace's own, as for a KB nobody "
+                          "prepared")
     on_mismatch: Literal["error", "warn"] = Field(
         "error", description="an artifact whose manifest says it was made for another configuration: refuse it, "
         "or load it with a warning naming the difference (never when it cannot load: another dimension or field set)")

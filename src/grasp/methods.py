@@ -18,6 +18,7 @@ from grasp.artifacts import (
     RERANKER_ADAPTER,
     final_fusion_artifact,
 )
+from grasp.config import FusionConfig
 from grasp.errors import ConfigError
 from grasp.eval.evaluate import EvalReport, evaluate_run
 from grasp.results import Query, Run
@@ -58,22 +59,34 @@ def evaluate(ws: Workspace, method: str, queries: Sequence[Query], k: int | None
     return ranked, report
 
 
+# the tuned parts each method reads, with what each is and the command that tunes it; a missing one runs on its
+# untuned default (mFAR: uniform field weights; fusions: the static (w, rrf_k) of `fusion` / `reranker.final_*`)
+TUNED_PARTS: dict[str, tuple[tuple[str, str, str], ...]] = {}
+TUNED_PARTS["mfar"] = ((MFAR_WEIGHTS, "mFAR field weights", "grasp train mfar"),)
+TUNED_PARTS["fused"] = (*TUNED_PARTS["mfar"], (FUSION_SETTING, "fusion", "grasp tune fusion"))
+TUNED_PARTS["grasp-zs"] = (*TUNED_PARTS["fused"],
+                           (final_fusion_artifact(False), "final fusion", "grasp tune rerank --zero-shot"))
+TUNED_PARTS["grasp"] = (*TUNED_PARTS["fused"], (final_fusion_artifact(True), "final fusion", "grasp tune rerank"))
+
+
 def readiness(ws: Workspace) -> dict[str, str | None]:
-    """For each method: None when it can run now, else what is missing and the command that makes it."""
-    fusion = None if ws.artifact(FUSION_SETTING) else "no fusion setting: grasp tune fusion"
-    out: dict[str, str | None] = {"bm25": None, "dense": None, "graph": None,
-                                  "mfar": None if ws.artifact(MFAR_WEIGHTS) else "not trained: grasp train mfar",
-                                  "fused": fusion}
-    zs = None if ws.artifact(final_fusion_artifact(False)) else "no final fusion: grasp tune rerank --zero-shot"
-    out["grasp-zs"] = fusion or zs
-    trained = (None if ws.artifact(RERANKER_ADAPTER) else "no reranker: grasp train reranker") or (
-        None if ws.artifact(final_fusion_artifact(True)) else "no final fusion: grasp tune rerank")
-    out["grasp"] = fusion or trained
+    """For each method: None when it can run now (tuned, or on untuned defaults: :func:`untuned`), else what is
+    missing and the command that makes it. Only a trained reranker has no default."""
+    out: dict[str, str | None] = dict.fromkeys(METHODS)
+    if ws.artifact(RERANKER_ADAPTER) is None:
+        out["grasp"] = "no trained reranker: grasp train reranker"
     return out
 
 
+def untuned(ws: Workspace) -> dict[str, list[str]]:
+    """For each method, the parts it would run on untuned defaults, each with the command that tunes it."""
+    return {method: [f"{label} ({command})" for name, label, command in TUNED_PARTS.get(method, ())
+                     if ws.artifact(name) is None] for method in METHODS}
+
+
 def best_method(ws: Workspace) -> str:
-    """The most complete method that can run now: grasp, grasp-zs, fused, else bm25."""
+    """The most complete method that can run now: ``grasp`` where a reranker was trained, else ``grasp-zs`` (on whatever
+    is untuned, its defaults)."""
     ready = readiness(ws)
     return next(m for m in METHOD_ORDER if ready[m] is None)
 
@@ -135,12 +148,16 @@ def mfar_expects(ws: Workspace) -> dict[str, Any]:
 def _fused(ws: Workspace) -> Retriever:
     from grasp.fuse.retriever import FusedRetriever, FusionSetting
 
-    setting = ws.load_setting(FusionSetting)
-    if setting is None:
-        raise ConfigError(f"no fusion setting for this SKB ({ws.artifact_path(FusionSetting.artifact)}); "
-                          "run `grasp tune fusion --skb ...` first")
+    setting = ws.load_setting(FusionSetting) or untuned_fusion(ws.config.fusion)
     return FusedRetriever(retriever(ws, "graph"), retriever(ws, setting.dense_method), setting,
                           depth=ws.config.fusion.depth)
+
+
+def untuned_fusion(cfg: FusionConfig):
+    """Stage 2's fusion where `grasp tune fusion` saved none: static RRF at the configured (w, rrf_k)."""
+    from grasp.fuse.retriever import FusionSetting
+
+    return FusionSetting("static", cfg.rrf_k, w=cfg.w, info={"untuned": True})
 
 
 def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf_k: float | None = None,
@@ -153,7 +170,7 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.retriever import RerankFusionSetting
-    from grasp.rerank.zero_shot import ZERO_SHOT_RERANKERS, zero_shot_reranker_id
+    from grasp.rerank.zero_shot import UNTUNED_ZERO_SHOT, ZERO_SHOT_RERANKERS, zero_shot_reranker_id
 
     cfg = with_skb_instruction(ws.config.reranker, ws.skb)
     adapter = None
@@ -165,14 +182,15 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf
                               "run `grasp train reranker` first")
     name = final_fusion_artifact(trained)
     setting = None  # explicit (w, k): no saved setting applies, nor its depth
-    if w is None or rrf_k is None:
+    if w is None or rrf_k is None:  # the tuned setting, else the untuned static one (the configured depth)
         setting = ws.load_setting(RerankFusionSetting, name)
         if setting is None:
-            raise ConfigError(f"no final-fusion setting ({ws.artifact_path(name)}); run `grasp tune rerank` first")
+            w, rrf_k = cfg.final_w, cfg.final_rrf_k
     source = upstream or (setting.upstream if setting is not None and trained else "fused")
-    # the one asked for, else the configured one, else (auto) the one the setting was tuned with (None: bi-encoder)
-    zero_shot = (zero_shot or zero_shot_reranker_id(cfg) or getattr(setting, "zero_shot", None)
-                 or ZERO_SHOT_RERANKERS[0])
+    # the one asked for, else the configured one, else (auto) the one the setting was tuned with (a setting made
+    # before it was recorded: the bi-encoder), else (untuned) the default zero-shot reranker
+    tuned_with = (setting.zero_shot or ZERO_SHOT_RERANKERS[0]) if setting is not None else UNTUNED_ZERO_SHOT
+    zero_shot = zero_shot or zero_shot_reranker_id(cfg) or tuned_with
     reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot)
     return build_reranked(retriever(ws, source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",
                           fusion=setting or RerankFusionSetting(w=float(w), rrf_k=float(rrf_k)),  # type: ignore[arg-type]

@@ -108,12 +108,14 @@ class Workspace:
     def _artifact_candidates(self, name: str) -> list[tuple[Path, bool]]:
         from grasp.plan.prompt import profile_of
 
-        return [(self.artifact_path(name), False), (SHIPPED_MODELS / self.skb.schema.name / name, True),
-                (SHIPPED_MODELS / profile_of(self.skb) / name, True)]
+        own = [(self.artifact_path(name), False)]
+        if not self.config.artifacts.shipped:
+            return own
+        return [*own, (SHIPPED_MODELS / self.skb.schema.name / name, True), (SHIPPED_MODELS / profile_of(self.skb) / name, True)]
 
     def artifact(self, name: str, *, check: dict[str, Any] | None = None, loadable: set[str] | None = None) -> Path | None:
-        """A trained artifact: this workspace's own, else one shipped with the package for this
-        schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
+        """A trained artifact: this workspace's own, else (unless ``artifacts.shipped`` is false) one shipped with
+        the package for this schema or its prompt profile (``grasp/data/models/<name or profile>/<name>``: the demo KB, a
         slice of pkg, uses pkg's), else None. With ``check`` (what the configuration about to use it
         expects, :meth:`expects`) its manifest is verified first (:func:`grasp.artifacts.verify`)."""
         for path, shipped in self._artifact_candidates(name):

@@ -43,7 +43,7 @@ def test_bm25_settings_change_the_index(ws, toy_dir):
     methods.retriever(ws, "bm25")
     cfg = ws.config.model_copy(deep=True)
     cfg.bm25.k1 = 0.9
-    methods.retriever(methods, Workspace.open(toy_dir, cfg, progress=False), "bm25")
+    methods.retriever(Workspace.open(toy_dir, cfg, progress=False), "bm25")
     assert len(list(ws.cache_dir.glob("bm25-*"))) == 2
 
 

@@ -54,8 +54,11 @@ def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["type"] == "gene"
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json", "--explain"])
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["node_id"] for r in lines[:2]] == [r["node_id"] for r in rows]  # auto = bm25 on the unprepared toy
-    assert lines[0]["stage_ranks"] == {"final": 1} and lines[2]["method"] == "bm25" and list(lines[2]["stages"]) == ["bm25"]
+    assert [r["node_id"] for r in lines[:2]] == [r["node_id"] for r in rows]
+    # auto on the unprepared toy: the three stages on their untuned defaults (no trained reranker: grasp-zs)
+    assert lines[2]["method"] == "grasp-zs" and list(lines[2]["stages"]) == ["graph", "mfar", "fused", "reranker", "grasp-zs"]
+    assert set(lines[0]["stage_ranks"]) == {"graph", "mfar", "fused", "reranker", "final"}
+    assert lines[2]["stages"]["fused"]["mode"] == "static"
 
 
 @pytest.mark.parametrize(
@@ -66,7 +69,7 @@ def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
         (["--set", "encoder.max_length=abc", "info", "--skb", "{toy}"], "config field 'encoder.max_length'"),
         (["--set", "nonsense", "info", "--skb", "{toy}"], "expected KEY=VALUE"),
         (["-q", "search", "  ", "--skb", "{toy}"], "query is empty"),  # the API's query checks, not an empty answer
-        (["-q", "search", "sodium", "--skb", "{toy}", "--method", "fused"], "not prepared for this knowledge base"),
+        (["-q", "search", "sodium", "--skb", "{toy}", "--method", "grasp"], "not prepared for this knowledge base: no trained reranker"),
     ],
 )
 def test_errors_are_one_line(args, message, toy_dir, tmp_path, cache_dir):
@@ -115,10 +118,9 @@ def test_config_cache_dir_beats_the_environment(toy_dir, tmp_path, cache_dir):
 def test_index_builds_what_is_ready_and_says_what_is_missing(toy_dir, cache_dir, capsys):
     main(["index", "--skb", str(toy_dir)])
     out = capsys.readouterr().out
-    for m in ("bm25", "dense", "graph"):
+    for m in ("bm25", "dense", "graph", "mfar", "fused", "grasp-zs"):  # untuned parts run on their defaults
         assert f"{m}: ready" in out
-    assert "mfar: skipped (not trained: grasp train mfar)" in out
-    assert "grasp: skipped (no fusion setting: grasp tune fusion)" in out
+    assert "grasp: skipped (no trained reranker: grasp train reranker)" in out
     # every node type's name- and doc-mode vectors exist now, so no anchor builds an index inside a query
     from grasp.skb import read_skb
 
@@ -171,6 +173,9 @@ def test_search_says_what_it_is_doing(toy_dir, cache_dir, capsys):
     """Without -q, each pipeline stage is announced on stderr as it starts (stdout stays the results)."""
     main(["search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
     captured = capsys.readouterr()
-    assert "… bm25: BM25 over 7 candidate documents" in captured.err  # the toy's genes and processes and "…" not in captured.out
+    for stage in ("… mfar: scoring every field", "… fusing: fusing the graph and mfar rankings (static RRF)",
+                  "… reranking: reranking the top 100 with the hybrid reranker"):  # auto: grasp-zs, untuned
+        assert stage in captured.err, stage
+    assert "…" not in captured.out
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
     assert "…" not in capsys.readouterr().err

@@ -47,13 +47,13 @@ def test_all_stages(toy_dir, tmp_path, capsys):
         assert (tmp_path / "report" / png).stat().st_size > 1000, png
 
 
-def test_grasp_needs_training_first(toy_dir, tmp_path):
+def test_grasp_needs_a_trained_reranker_first(toy_dir, tmp_path):
     import subprocess
     import sys
 
     p = subprocess.run([sys.executable, "-m", "grasp.cli", "--cache-dir", str(tmp_path / "c"), "eval", "--skb",
-                        str(toy_dir), "--method", "fused"], capture_output=True, text=True)
-    assert p.returncode == 2 and "run `grasp tune fusion" in p.stderr
+                        str(toy_dir), "--method", "grasp"], capture_output=True, text=True)
+    assert p.returncode == 2 and "run `grasp train reranker` first" in p.stderr
 
 
 RULES = ("static", "static-flat", "bucketed", "bucketed-flat")  # the final fusion's selection rules

@@ -70,9 +70,10 @@ def eval_cmd(ctx, skb_dir, stark_dataset, queries_file, split, method, limit, k,
 def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     """Answer one QUERY and print the ranked nodes (through the Python API's Searcher: the same method choice,
     query checks and explanation)."""
-    from grasp.api import Searcher
+    from grasp.api import Searcher, check_query
     from grasp.plan.build import degrade_missing_planner
 
+    check_query(query)  # bad input is refused before any model loads
     note = degrade_missing_planner(config_of(ctx))
     searcher = Searcher(workspace(ctx, skb_dir, stark_dataset), method)
     if note and "graph" in searcher.stage_names:
@@ -152,6 +153,12 @@ def info(ctx, skb_dir, stark_dataset, verify):
         click.echo(f"  node  {t:<28} {c:>10,}")
     for r, c in skb.relation_counts().items():
         click.echo(f"  edge  {r:<28} {c:>10,}")
+    ready, untuned = methods.readiness(ws), methods.untuned(ws)
+    click.echo(f"methods (auto: {methods.best_method(ws)}):")
+    for m, missing in ready.items():
+        state = (f"not ready: {missing}" if missing else
+                 f"ready, untuned: {'; '.join(untuned[m])}" if untuned[m] else "ready")
+        click.echo(f"  {m:<9} {state}")
     arts = inventory.artifacts(ws, verify=verify)
     click.echo("trained artifacts:" if arts else "trained artifacts: none")
     for entry in arts:

@@ -1,4 +1,4 @@
-"""Training and tuning commands: train mfar | reranker, tune fusion | rerank, report."""
+"""Training and tuning commands: prepare, train mfar | reranker, tune fusion | rerank, report."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from grasp import methods
-from grasp.cli.common import method_choice, skb_option, stark_option, workspace
+from grasp.cli.common import method_choice, skb_option, stage_printer, stark_option, workspace
+from grasp.lab.prepare import STEP_NAMES
 
 
 @click.group("train")
@@ -24,24 +24,10 @@ def train_group() -> None:
 def train_mfar(ctx, skb_dir, stark_dataset, limit):
     """Train mFAR's field weights on the train split, early-stopping on val; with mfar.encoder_tuning=lora,
     first its encoder (LoRA) jointly with them. Resumes if interrupted."""
-    from grasp.artifacts import MFAR_ENCODER, MFAR_WEIGHTS
-    from grasp.methods import mfar_expects, mfar_method
-    from grasp.text.mfar import train
-    from grasp.text.mfar.train import tune_encoder
+    from grasp.lab.train import train_mfar
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    cfg = ws.config.mfar
-    train_q, val_q = ws.queries(split=cfg.train.train_split, limit=limit), ws.queries(split=cfg.train.val_split)
-    if cfg.encoder_tuning == "lora" and ws.artifact(MFAR_ENCODER) is None:
-        adapter = tune_encoder(mfar_method(ws, trained=False, base_encoder=True), train_q, ws.mfar_dir,
-                               ws.config.encoder.model, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
-        ws.record_artifact(MFAR_ENCODER, data={cfg.train.train_split: len(train_q)},
-                           context={"mfar": cfg.model_dump(mode="json")})
-        click.echo(f"mFAR encoder adapter in {adapter}; re-encoding mFAR's dense fields with it")
-    retriever = mfar_method(ws, trained=False)
-    state = train(retriever, train_q, val_q, ws.mfar_dir, cfg, seed=ws.config.seed, progress=ctx.obj["progress"])
-    ws.record_artifact(MFAR_WEIGHTS, data={cfg.train.train_split: len(train_q), cfg.train.val_split: len(val_q)},
-                       check=mfar_expects(ws), context={"mfar": cfg.model_dump(mode="json")})
+    state = train_mfar(ws, limit=limit, announce=click.echo)
     for entry in state["log"]:
         click.echo(json.dumps(entry))
     click.echo(f"best validation MRR {state['best']:.4f}; weights in {ws.mfar_dir}")
@@ -61,32 +47,15 @@ def train_mfar(ctx, skb_dir, stark_dataset, limit):
 def train_reranker_cmd(ctx, skb_dir, stark_dataset, limit, pool, export_path):
     """LoRA-train the reranker (reranker.kind: bi-encoder by default, cross-encoder or llm-yes-no) on hard negatives
     from the Stage-2 top-100 of the train split (resumable)."""
-    from grasp.artifacts import RERANKER_ADAPTER
-    from grasp.rerank import build_records, train_reranker
-    from grasp.rerank.llm_yes_no import with_skb_instruction
-    from grasp.rerank.records import validation_pools, write_bundle
+    from grasp.lab.train import export_reranker_bundle, train_reranker
     from grasp.rerank.train import mean_loss
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    cfg = with_skb_instruction(ws.config.reranker, ws.skb)  # the LLM yes/no kind's; a bundle carries it
-    queries = ws.queries(split=cfg.train.train_split, limit=limit)
-    records = build_records(methods.run(ws, pool, queries, cfg.depth), queries, depth=cfg.depth, hard_negatives=cfg.train.hard_negatives)
-    serialize = ws.serializer
     if export_path is not None:
-        val = ws.queries(split=cfg.train.val_split)
-        counts = write_bundle(export_path, records, validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth),
-                              serialize, info={"skb": ws.skb.schema.name, "pool": pool, "reranker": cfg.model_dump(),
-                                               "manifest": {"skb": ws.skb_identity, "data": {cfg.train.train_split: len(queries)},
-                                                            "config": ws.expects(RERANKER_ADAPTER)}})
-        click.echo(f"{counts} -> {export_path}")
+        click.echo(f"{export_reranker_bundle(ws, export_path, pool=pool, limit=limit)} -> {export_path}")
         return
-    val = ws.queries(split=cfg.train.val_split, limit=cfg.train.eval_queries)  # the reranker alone, validated as it trains
-    val_pools = validation_pools(methods.run(ws, pool, val, cfg.depth), val, cfg.depth) if val else []
-    state = train_reranker(records, serialize, ws.reranker_dir, config=cfg, seed=ws.config.seed,
-                           progress=ctx.obj["progress"], val_pools=val_pools)
-    ws.record_artifact(RERANKER_ADAPTER, data={cfg.train.train_split: len(queries)},
-                       context={"pool": pool, "records": len(records), "reranker": cfg.model_dump(mode="json")})
-    click.echo(f"{len(records)} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
+    state = train_reranker(ws, pool=pool, limit=limit)
+    click.echo(f"{state['records']} records, {state['step']} steps, loss {mean_loss(state['log'], True):.3f} -> "
                f"{mean_loss(state['log'], False):.3f}; adapter in {ws.reranker_dir / 'adapter'}")
     for entry in state.get("val", []):
         click.echo(f"step {entry['step']}: validation Hit@1 {entry['hit@1']:.4f}, MRR {entry['mrr']:.4f} "
@@ -152,3 +121,26 @@ def report(ctx, skb_dir, stark_dataset, split, limit, out_dir, sensitivity):
     click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir, sensitivity_figures=sensitivity))
 
 
+
+
+@click.command()
+@skb_option
+@stark_option
+@click.option("--until", type=click.Choice(STEP_NAMES), help="Stop after this step.")
+@click.pass_context
+def prepare(ctx, skb_dir, stark_dataset, until):
+    """The whole recipe: validate, index, plan the train and val queries, train mFAR, tune fusion, train the
+    reranker, tune both final fusions, index the reranker's vectors. Each step is skipped when what it makes is
+    there, so an interrupted run resumes; without labelled train/val queries the stages keep their untuned
+    defaults. Ends with which methods are ready and what each tuned part was made on."""
+    from grasp.lab.prepare import prepare as run_recipe
+    from grasp.lab.prepare import summary
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    with stage_printer(ctx):
+        outcomes = run_recipe(ws, until=until, on_step=lambda outcome: click.echo(outcome.line()))
+    ran = [o for o in outcomes if o.status == "ran"]
+    click.echo(f"{len(ran)} steps ran in {sum(o.wall_s for o in ran):.0f} s "
+               f"({sum(o.cpu_s for o in ran):.0f} CPU-s); {ws.skb.name} now:")
+    for line in summary(ws):
+        click.echo(f"  {line}")

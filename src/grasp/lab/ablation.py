@@ -53,8 +53,11 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         reports.append(rep)
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [f"# Ablation on {ws.skb.name}, split {split} ({len(queries)} queries)", "", markdown_table(reports)]
-    if skipped:
-        lines += ["", *skipped]
+    untuned = methods.untuned(ws)
+    notes = [f"- {label}: untuned defaults for {'; '.join(untuned[m])}" for m, label in STAGES
+             if untuned.get(m) and m in runs]
+    if skipped or notes:
+        lines += ["", *skipped, *notes]
     lines += ["", "## Rank of the first gold answer through the stages", ""]
     shown = [m for m in PROGRESSION if m in runs]
     lines.append("| query | " + " | ".join(shown) + " |")

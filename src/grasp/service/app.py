@@ -117,7 +117,8 @@ def create_app(searcher: Searcher) -> FastAPI:
     def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "kb": searcher.skb.schema.name, "method": searcher.method,
                 "nodes": len(searcher.skb.names), "uptime_s": round(time.time() - started, 1),
-                "methods": methods.readiness(searcher.workspace), "notes": searcher.notes}
+                "methods": methods.readiness(searcher.workspace), "untuned": methods.untuned(searcher.workspace),
+                "notes": searcher.notes}
 
     @app.get("/schema")
     def schema() -> dict[str, Any]:

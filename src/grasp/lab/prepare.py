@@ -1,0 +1,196 @@
+"""`grasp prepare`: the whole recipe for one knowledge base, each step skipped when what it makes is there.
+
+validate → index → plans → train mFAR → tune fusion → train reranker → tune the zero-shot final fusion → tune the
+trained one → index (the trained reranker's stored vectors). Every step is resumable on its own (indexes are built
+atomically and reused, plans are cached as they are made, training checkpoints), so an interrupted run, started
+again, skips what is done and goes on where it stopped. The steps that learn from labelled queries need a train and
+a validation split; without them the stages stay on their untuned defaults, and the summary says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grasp import methods
+from grasp.artifacts import (
+    FUSION_SETTING,
+    MFAR_WEIGHTS,
+    RERANKER_ADAPTER,
+    final_fusion_artifact,
+    read_manifest,
+)
+from grasp.errors import GraspError
+from grasp.progress import announce
+from grasp.workspace import Workspace
+
+
+@dataclass
+class StepOutcome:
+    """What one step did: ``ran`` (and what it made), ``skipped`` (already there) or ``not possible`` (why)."""
+
+    step: str
+    status: str
+    detail: str
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def line(self) -> str:
+        cost = f" ({self.wall_s:.0f} s, {self.cpu_s:.0f} CPU-s)" if self.status == "ran" else ""
+        return f"{self.step:<20} {self.status}{cost}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    done: Callable[[Workspace], str | None]      # what makes it unnecessary, or None
+    run: Callable[[Workspace], str]              # does it; says what it made
+    needs_labels: bool = True
+
+
+def _splits(ws: Workspace) -> tuple[str, str]:
+    return ws.config.mfar.train.train_split, ws.config.mfar.train.val_split
+
+
+def labelled(ws: Workspace) -> str | None:
+    """None when the KB has queries of both the train and the validation split, else what is missing."""
+    path = ws.default_queries_path()
+    if not path.exists():
+        return f"no labelled queries ({path} does not exist)"
+    present = {q.split for q in ws.queries()}
+    missing = [s for s in _splits(ws) if s not in present]
+    return f"no {' or '.join(missing)} queries in {path}" if missing else None
+
+
+def _validate(ws: Workspace) -> str:
+    from grasp.skb import check_answers, load_queries
+
+    path = ws.default_queries_path()
+    if not path.exists():
+        return f"{ws.skb!r}; no queries"
+    queries = check_answers(load_queries(path), ws.skb, path)
+    return f"{ws.skb!r}; {len(queries)} queries with valid gold answers"
+
+
+def _index(ws: Workspace) -> str:
+    built = []
+    for method, missing in methods.readiness(ws).items():
+        if missing is None:
+            methods.retriever(ws, method).prepare()
+            built.append(method)
+    return f"indexes of {', '.join(built)} in {ws.cache_dir}"
+
+
+def _plans(ws: Workspace) -> str:
+    train, val = _splits(ws)
+    queries = ws.queries(split=train) + ws.queries(split=val)
+    outcomes = ws.planner.plan_many(queries, progress=ws.progress)
+    usable = sum(o.check.usable for o in outcomes.values())
+    return f"{usable} of {len(queries)} {train} and {val} queries have a usable plan"
+
+
+def _planned(ws: Workspace) -> str | None:
+    train, val = _splits(ws)
+    queries = ws.queries(split=train) + ws.queries(split=val)
+    missing = sum(ws.planner.cached(q.text) is None for q in queries)
+    return None if missing else f"every {train} and {val} query is planned"
+
+
+def _train_mfar(ws: Workspace) -> str:
+    from grasp.lab.train import train_mfar
+
+    state = train_mfar(ws, announce=lambda line: announce("mfar", line))
+    return f"best validation MRR {state['best']:.4f}"
+
+
+def _tune_fusion(ws: Workspace) -> str:
+    from grasp.lab.tune import tune_fusion
+
+    setting, _ = tune_fusion(ws, split=_splits(ws)[1])
+    return f"{setting.mode} RRF, validation Hit@1 {setting.val_hit1:.4f}"
+
+
+def _train_reranker(ws: Workspace) -> str:
+    from grasp.lab.train import train_reranker
+
+    state = train_reranker(ws)
+    return f"{state['records']} records, {state['step']} steps"
+
+
+def _tune_rerank(trained: bool) -> Callable[[Workspace], str]:
+    def run(ws: Workspace) -> str:
+        from grasp.lab.tune import tune_rerank
+
+        setting = tune_rerank(ws, trained=trained, split=_splits(ws)[1])
+        return f"{setting.rule}, validation Hit@1 {setting.val_hit1:.4f}"
+    return run
+
+
+def _index_reranker(ws: Workspace) -> str:
+    methods.retriever(ws, "grasp").prepare()
+    return "the trained reranker's stored candidate vectors"
+
+
+def _has(name: str) -> Callable[[Workspace], str | None]:
+    def done(ws: Workspace) -> str | None:
+        path = ws.artifact(name)
+        return None if path is None else f"{path} is there"
+    return done
+
+
+STEPS: tuple[Step, ...] = (
+    Step("validate", lambda ws: None, _validate, needs_labels=False),
+    Step("index", lambda ws: None, _index, needs_labels=False),
+    Step("plans", _planned, _plans),
+    Step("train-mfar", _has(MFAR_WEIGHTS), _train_mfar),
+    Step("tune-fusion", _has(FUSION_SETTING), _tune_fusion),
+    Step("train-reranker", _has(RERANKER_ADAPTER), _train_reranker),
+    Step("tune-rerank-zero-shot", _has(final_fusion_artifact(False)), _tune_rerank(False)),
+    Step("tune-rerank", _has(final_fusion_artifact(True)), _tune_rerank(True)),
+    Step("index-reranker", lambda ws: None, _index_reranker),
+)
+STEP_NAMES = tuple(s.name for s in STEPS)
+
+
+def prepare(ws: Workspace, *, until: str | None = None,
+            on_step: Callable[[StepOutcome], None] = lambda outcome: None) -> list[StepOutcome]:
+    """Run the recipe's steps in order up to ``until`` (all by default); ``on_step`` hears each outcome as it ends."""
+    if until is not None and until not in STEP_NAMES:
+        raise GraspError(f"unknown step {until!r}; the steps: {', '.join(STEP_NAMES)}")
+    why_not = labelled(ws)
+    outcomes = []
+    for step in STEPS:
+        if step.needs_labels and why_not is not None:
+            outcome = StepOutcome(step.name, "not possible", f"{why_not}: the stages it tunes stay on their defaults")
+        elif (reason := step.done(ws)) is not None:
+            outcome = StepOutcome(step.name, "skipped", reason)
+        else:
+            announce("prepare", f"{step.name} ...")
+            wall, cpu = time.perf_counter(), time.process_time()
+            detail = step.run(ws)
+            ws.retrievers.clear()  # a later step builds its retrievers over what this one made
+            outcome = StepOutcome(step.name, "ran", detail, time.perf_counter() - wall, time.process_time() - cpu)
+        outcomes.append(outcome)
+        on_step(outcome)
+        if step.name == until:
+            break
+    return outcomes
+
+
+def summary(ws: Workspace) -> list[str]:
+    """Which methods are ready, and what each tuned part was made on (labelled queries, or untuned defaults)."""
+    ready, untuned = methods.readiness(ws), methods.untuned(ws)
+    lines = [f"auto: {methods.best_method(ws)}"]
+    for method, missing in ready.items():
+        lines.append(f"{method:<9} " + (f"not ready: {missing}" if missing else
+                                        f"ready, untuned: {'; '.join(untuned[method])}" if untuned[method] else
+                                        "ready"))
+    trained = ((RERANKER_ADAPTER, "reranker", ""),)
+    for name, label, _ in methods.TUNED_PARTS["grasp"] + (methods.TUNED_PARTS["grasp-zs"][-1],) + trained:
+        path = ws.artifact(name)
+        if path is not None:
+            manifest = read_manifest(path)
+            made = ", ".join(f"{split} {n}" for split, n in manifest.data.items()) if manifest else "no manifest"
+            lines.append(f"  {label} ({name}): made on {made}")
+    return lines

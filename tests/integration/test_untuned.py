@@ -1,0 +1,75 @@
+"""A knowledge base nobody labelled: every stage that has an untuned default runs on it, so `auto` answers with the
+three-stage pipeline and the graph branch; the switches that treat a prepared KB as new (no shipped artifacts, no
+hand-written worked examples)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from grasp import methods
+from grasp.api import Searcher
+from grasp.artifacts import FUSION_SETTING
+from grasp.config import GraspConfig, load_config
+from grasp.fuse.retriever import FusionSetting
+from grasp.packaged import DEMO_SKB
+from grasp.workspace import Workspace
+from tests.fake_llm import FakeChatServer
+from tests.integration.test_planner import GOOD
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_kb_with_no_queries_answers_with_the_graph_branch(toy_dir, tmp_path):
+    shutil.rmtree(toy_dir / "qa")  # nobody labelled it
+    with FakeChatServer([GOOD]) as srv:
+        searcher = Searcher.open(toy_dir, overrides=[f"cache_dir={tmp_path / 'c'}", "planner.kind=openai",
+                                                     f"planner.base_url={srv.url}", "planner.model=fake",
+                                                     "planner.format=flat", "graph.engine=memory"])
+        assert searcher.method == "grasp-zs"
+        assert searcher.untuned == ["mFAR field weights (grasp train mfar)", "fusion (grasp tune fusion)",
+                                    "final fusion (grasp tune rerank --zero-shot)"]
+        assert any("untuned defaults" in n for n in searcher.notes)
+        result = searcher.search("sodium channel genes on chromosome 2", k=5, explain=True)
+    cfg = GraspConfig()
+    graph = result.traces["graph"]
+    assert graph.plan_status == "valid" and graph.n_cand == 3  # the toy's three genes on chromosome 2
+    assert result.traces["fused"].mode == "static" and result.traces["fused"].rrf_k == cfg.fusion.rrf_k
+    assert result.traces["fused"].weights == {"graph": cfg.fusion.w, "mfar": pytest.approx(1 - cfg.fusion.w)}
+    final = result.traces["grasp-zs"]
+    assert final.rrf_k == cfg.reranker.final_rrf_k and final.weights["reranker"] == cfg.reranker.final_w
+    assert result.traces["reranker"].reranker == "hybrid"  # the untuned zero-shot reranker
+    from_graph = [h for h in result.hits if h.stage_ranks["graph"] is not None]
+    assert len(from_graph) == 3 and result.hits[0] in from_graph  # the graph's candidates lead
+
+
+def test_readiness_and_the_untuned_parts(toy_dir, tmp_path):
+    ws = Workspace.open(toy_dir, GraspConfig(cache_dir=tmp_path / "c"), progress=False)
+    ready = methods.readiness(ws)
+    assert [m for m, missing in ready.items() if missing] == ["grasp"] and "grasp train reranker" in ready["grasp"]
+    assert methods.best_method(ws) == "grasp-zs"
+    untuned = methods.untuned(ws)
+    assert untuned["bm25"] == [] and untuned["mfar"] == ["mFAR field weights (grasp train mfar)"]
+    assert len(untuned["grasp-zs"]) == 3 and len(untuned["grasp"]) == 3
+    ws.save_setting(FusionSetting("static", 20.0, w=0.3), data={"val": 4})  # a tuned fusion replaces the default
+    assert "fusion (grasp tune fusion)" not in methods.untuned(ws)["fused"]
+    assert methods.retriever(ws, "fused").setting.rrf_k == 20.0
+
+
+def test_shipped_artifacts_can_be_switched_off(tmp_path):
+    """The demo KB serves pkg's shipped stages; with artifacts.shipped=false it is a KB nobody prepared."""
+    shipped = Workspace.open(DEMO_SKB, load_config(None, [f"cache_dir={tmp_path}"]), progress=False)
+    assert shipped.artifact(FUSION_SETTING) is not None and methods.best_method(shipped) == "grasp"
+    new = Workspace(shipped.skb, load_config(None, [f"cache_dir={tmp_path}", "artifacts.shipped=false"]),
+                    progress=False)
+    assert new.artifact(FUSION_SETTING) is None and methods.best_method(new) == "grasp-zs"
+    assert methods.untuned(new)["grasp-zs"] and not methods.untuned(shipped)["grasp-zs"]
+
+
+def test_the_planner_can_be_shown_no_worked_examples(tmp_path):
+    ws = Workspace.open(DEMO_SKB, load_config(None, [f"cache_dir={tmp_path}", "planner.kind=cache"]), progress=False)
+    bare = Workspace(ws.skb, load_config(None, [f"cache_dir={tmp_path}", "planner.kind=cache", "planner.examples=none"]),
+                     progress=False)
+    assert len(ws.planner.builder.examples) == 12 and bare.planner.builder.examples == []
+    assert ws.planner.builder.hash != bare.planner.builder.hash  # plans made with examples are not replayed without
