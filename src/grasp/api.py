@@ -215,14 +215,15 @@ class Searcher:
         return timings
 
 
-def prepare(skb: str | Path, *, until: str | None = None, config: GraspConfig | None = None,
+def prepare(skb: str | Path, *, until: str | None = None, synthesize: bool = False, config: GraspConfig | None = None,
             overrides: Sequence[str] = (), stark_dataset: str | None = None, progress: bool = True,
             on_step=None) -> list:
     """`grasp prepare` in Python: the whole recipe for one knowledge base (validate, index, plans, train mFAR, tune
-    fusion, train the reranker, tune both final fusions), each step skipped when what it makes is there; returns
+    fusion, train the reranker, tune both final fusions; queries synthesized from the KB where it has no labelled
+    ones, or with ``synthesize``), each step skipped when what it makes is there; returns
     each step's outcome (:class:`grasp.lab.prepare.StepOutcome`). ``on_step`` hears each one as it ends."""
     from grasp.lab.prepare import prepare as run_recipe
 
     config = config or load_config(None, list(overrides))
     ws = Workspace.open(skb, config, stark_dataset=stark_dataset, progress=progress)
-    return run_recipe(ws, until=until, on_step=on_step or (lambda outcome: None))
+    return run_recipe(ws, until=until, synthesize=synthesize, on_step=on_step or (lambda outcome: None))

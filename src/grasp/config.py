@@ -272,6 +272,16 @@ class RerankerConfig(_Section):
         return self
 
 
+class SynthConfig(_Section):
+    """`grasp synthesize` (and `grasp prepare` on a KB without labelled queries): training queries made from the KB."""
+
+    n: int = Field(2000, ge=1, description="queries to make (fewer where the KB runs out of distinct ones)")
+    max_answers: int = Field(10, ge=1, description="most gold answers a query may have")
+    val_share: float = Field(0.2, ge=0, le=1, description="share of the queries put in the val split")
+    llm: bool = Field(True, description="word the queries with the planner's LLM where one is there (its replies "
+                      "cached); false: templates")
+
+
 class ArtifactsConfig(_Section):
     """How trained artifacts (mFAR weights, fusion settings, reranker adapters) are checked when loaded."""
 
@@ -295,8 +305,13 @@ class GraspConfig(_Section):
     mfar: MFARConfig = MFARConfig()
     fusion: FusionConfig = FusionConfig()
     reranker: RerankerConfig = RerankerConfig()
+    synth: SynthConfig = SynthConfig()
     artifacts: ArtifactsConfig = ArtifactsConfig()
     seed: int = Field(DEFAULT_SEED, description="every seeded step: training, sampled plans, the LLM")
+    queries: Literal["auto", "labelled", "synthetic"] = Field(
+        "auto", description="the queries training, tuning and evaluation read by default: the KB's own "
+        "qa/queries.jsonl (labelled), those `grasp synthesize` wrote into the workspace (synthetic), or auto: "
+        "labelled where the KB has them, else synthetic")
 
     @property
     def cache_root(self) -> Path:

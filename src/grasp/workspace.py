@@ -69,6 +69,11 @@ class Workspace:
         return self.cache_dir / "embeddings"
 
     @property
+    def synth_dir(self) -> Path:
+        """Where `grasp synthesize` writes the queries (and their plans) it makes from this SKB."""
+        return self.cache_dir / "synth"
+
+    @property
     def plans_file(self) -> Path:
         """The writable plan cache (under the package's shipped plans)."""
         return self.cache_dir / "plans.jsonl"
@@ -162,7 +167,7 @@ class Workspace:
         write_manifest(path, kind=name, skb=self.skb_identity, data=data, config=check or self.expects(name),
                        context={"planner": self.config.planner.model_dump(include={"kind", "model", "format",
                                                                                    "samples"}),
-                                **(context or {})}, note=note)
+                                "queries": self.queries_source, **(context or {})}, note=note)
         return path
 
     def load_setting(self, cls: type[S], name: str | None = None) -> S | None:
@@ -234,7 +239,17 @@ class Workspace:
     # --- queries -----------------------------------------------------------------------------
 
     def default_queries_path(self) -> Path:
-        return default_queries_path(self.skb)
+        """The queries read when none are named (``queries``): the KB's own, or the synthesized ones."""
+        labelled, synthetic = default_queries_path(self.skb), self.synth_dir / "queries.jsonl"
+        if self.config.queries == "synthetic" or (self.config.queries == "auto" and not labelled.exists()
+                                                  and synthetic.exists()):
+            return synthetic
+        return labelled
+
+    @property
+    def queries_source(self) -> str:
+        """Whether the default queries are the KB's own ("labelled") or synthesized ("synthetic")."""
+        return "synthetic" if self.default_queries_path() == self.synth_dir / "queries.jsonl" else "labelled"
 
     def queries(self, path: Path | str | None = None, *, split: str | None = None, limit: int | None = None) -> list[Query]:
         path = Path(path) if path is not None else self.default_queries_path()

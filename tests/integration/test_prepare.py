@@ -31,8 +31,9 @@ def test_an_interrupted_prepare_resumes_where_it_stopped(toy_dir, tmp_path, monk
     with FakeChatServer([GOOD]) as srv:
         overrides = [f"cache_dir={tmp_path / 'c'}", f"planner.base_url={srv.url}", *SMALL]
         first = prepare(toy_dir, overrides=overrides, until="tune-fusion", progress=False)
-        assert [o.step for o in first] == list(STEP_NAMES[:5])
-        assert [o.status for o in first] == ["ran"] * 5 and all(o.wall_s > 0 for o in first)
+        assert [o.step for o in first] == list(STEP_NAMES[:6])
+        assert [o.status for o in first] == ["ran", "ran", "skipped", "ran", "ran", "ran"]  # labelled: no synthesis
+        assert all(o.wall_s > 0 for o in first if o.status == "ran")
 
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
@@ -45,19 +46,32 @@ def test_an_interrupted_prepare_resumes_where_it_stopped(toy_dir, tmp_path, monk
         rest = prepare(toy_dir, overrides=overrides, progress=False, on_step=heard.append)
     status = {o.step: o.status for o in rest}
     assert heard == rest and list(status) == list(STEP_NAMES)
-    assert [status[s] for s in ("plans", "train-mfar", "tune-fusion")] == ["skipped"] * 3  # made by the first run
+    assert [status[s] for s in ("synthesize", "plans", "train-mfar", "tune-fusion")] == ["skipped"] * 4  # made before
     assert [status[s] for s in ("train-reranker", "tune-rerank-zero-shot", "tune-rerank", "index-reranker")] == ["ran"] * 4
     ws = Workspace.open(toy_dir, load_config(None, overrides), progress=False)
     assert methods.best_method(ws) == "grasp" and not methods.untuned(ws)["grasp"]
     lines = summary(ws)
-    assert lines[0] == "auto: grasp" and "  fusion (fusion.json): made on test 2" in lines, "\n".join(lines)
+    assert lines[0] == "auto: grasp" and "  fusion (fusion.json): made on labelled queries, test 2" in lines, lines
 
 
-def test_a_kb_without_labelled_queries_keeps_its_defaults(toy_dir, tmp_path, capsys):
+def test_a_kb_without_queries_is_prepared_on_synthetic_ones(toy_dir, tmp_path, capsys):
     shutil.rmtree(toy_dir / "qa")
-    main(["-q", "--cache-dir", str(tmp_path / "c"), "prepare", "--skb", str(toy_dir)])
+    with FakeChatServer([GOOD]) as srv:
+        base = ["-q", "--cache-dir", str(tmp_path / "c"), "--set", f"planner.base_url={srv.url}",
+                "--set", "synth.n=40", *(x for o in SMALL if "split" not in o for x in ("--set", o))]
+        main([*base, "prepare", "--skb", str(toy_dir)])
     out = capsys.readouterr().out
-    assert "validate             ran" in out and "index                ran" in out
-    for step in STEP_NAMES[2:]:
-        assert f"{step:<20} not possible: no labelled queries" in out, step
-    assert "auto: grasp-zs" in out and "grasp-zs  ready, untuned: mFAR field weights (grasp train mfar)" in out
+    assert "synthesize           ran" in out and "queries (train" in out
+    for step in STEP_NAMES[3:]:
+        assert f"{step:<20} ran" in out, step
+    assert "auto: grasp" in out and "fusion (fusion.json): made on synthetic queries, val" in out
+
+
+def test_without_train_and_val_queries_the_learning_steps_wait(toy_dir, tmp_path, capsys):
+    """The toy's labelled queries are all test queries but one per split: with a split that has none, nothing is
+    trained and the stages keep their defaults."""
+    main(["-q", "--cache-dir", str(tmp_path / "c"), "--set", "mfar.train.val_split=nope", "prepare", "--skb",
+          str(toy_dir), "--until", "train-mfar"])
+    out = capsys.readouterr().out
+    assert "synthesize           ran" not in out
+    assert f"{'plans':<20} not possible: no nope queries in" in out and "auto: grasp-zs" in out

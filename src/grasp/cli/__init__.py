@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from grasp.cli import data, demo, plans, search, train
+from grasp.cli import data, demo, plans, search, synth, train
 from grasp.config import load_config
 from grasp.errors import GraspError
 
@@ -34,7 +34,7 @@ def cli(ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...]
 
 
 for _command in (search.eval_cmd, search.search, search.plan_cmd, search.serve, search.index, search.info, demo.demo,
-                 plans.plans, plans.fetch, train.prepare, train.train_group, train.tune_group, train.report,
+                 plans.plans, plans.fetch, synth.synthesize, train.prepare, train.train_group, train.tune_group, train.report,
                  data.data):
     cli.add_command(_command)
 

@@ -127,18 +127,20 @@ def report(ctx, skb_dir, stark_dataset, split, limit, out_dir, sensitivity):
 @skb_option
 @stark_option
 @click.option("--until", type=click.Choice(STEP_NAMES), help="Stop after this step.")
+@click.option("--synthesize", is_flag=True, help="Train on queries synthesized from the KB even where it has "
+              "labelled ones (queries=synthetic).")
 @click.pass_context
-def prepare(ctx, skb_dir, stark_dataset, until):
-    """The whole recipe: validate, index, plan the train and val queries, train mFAR, tune fusion, train the
-    reranker, tune both final fusions, index the reranker's vectors. Each step is skipped when what it makes is
-    there, so an interrupted run resumes; without labelled train/val queries the stages keep their untuned
-    defaults. Ends with which methods are ready and what each tuned part was made on."""
+def prepare(ctx, skb_dir, stark_dataset, until, synthesize):
+    """The whole recipe: validate, index, synthesize training queries from the KB where it has no labelled train
+    and val queries, plan them, train mFAR, tune fusion, train the reranker, tune both final fusions, index the
+    reranker's vectors. Each step is skipped when what it makes is there, so an interrupted run resumes. Ends with
+    which methods are ready and what each tuned part was made on (labelled or synthetic queries, or defaults)."""
     from grasp.lab.prepare import prepare as run_recipe
     from grasp.lab.prepare import summary
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     with stage_printer(ctx):
-        outcomes = run_recipe(ws, until=until, on_step=lambda outcome: click.echo(outcome.line()))
+        outcomes = run_recipe(ws, until=until, synthesize=synthesize, on_step=lambda outcome: click.echo(outcome.line()))
     ran = [o for o in outcomes if o.status == "ran"]
     click.echo(f"{len(ran)} steps ran in {sum(o.wall_s for o in ran):.0f} s "
                f"({sum(o.cpu_s for o in ran):.0f} CPU-s); {ws.skb.name} now:")

@@ -98,8 +98,21 @@ def report_provenance(ws: Workspace, *, split: str, limit: int | None) -> dict:
             shipped = path.resolve().is_relative_to(DATA)
             artifacts[name] = {"path": path.resolve().relative_to(DATA).as_posix() if shipped else "workspace",
                                "sha256": checksum(path)}
-    command = f"grasp report --skb {ws.skb.name} --split {split}" + (f" --limit {limit}" if limit else "")
+    sets = "".join(f" --set {key}={value}" for key, value in _changed(ws.config.model_dump(mode="json", exclude_defaults=True,
+                                                                                     exclude={"cache_dir"})))
+    command = f"grasp{sets} report --skb {ws.skb.name} --split {split}" + (f" --limit {limit}" if limit else "")
     return {"command": command, "code": code_version(), "skb": ws.skb_identity, "artifacts": artifacts}
+
+
+def _changed(values: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """The configuration's non-default values as (dotted key, JSON value) pairs, as ``--set`` takes them."""
+    out = []
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            out += _changed(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", json.dumps(value) if not isinstance(value, str) else value))
+    return out
 
 
 def _first_gold_rank(ranking, gold) -> int | None:

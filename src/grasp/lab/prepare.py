@@ -1,10 +1,12 @@
 """`grasp prepare`: the whole recipe for one knowledge base, each step skipped when what it makes is there.
 
-validate → index → plans → train mFAR → tune fusion → train reranker → tune the zero-shot final fusion → tune the
-trained one → index (the trained reranker's stored vectors). Every step is resumable on its own (indexes are built
-atomically and reused, plans are cached as they are made, training checkpoints), so an interrupted run, started
-again, skips what is done and goes on where it stopped. The steps that learn from labelled queries need a train and
-a validation split; without them the stages stay on their untuned defaults, and the summary says so.
+validate → index → synthesize (when the KB has no labelled train and val queries, or when asked) → plans → train
+mFAR → tune fusion → train reranker → tune the zero-shot final fusion → tune the trained one → index (the trained
+reranker's stored vectors). Every step is resumable on its own (indexes are built atomically and reused, synthetic
+queries and plans are cached as they are made, training checkpoints), so an interrupted run, started again, skips
+what is done and goes on where it stopped. The learning steps read the workspace's default queries (``queries``:
+the KB's labelled ones, else the synthetic ones); without a train and a validation split the stages stay on their
+untuned defaults, and the summary says so.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from grasp.artifacts import (
 )
 from grasp.errors import GraspError
 from grasp.progress import announce
+from grasp.skb import default_queries_path
 from grasp.workspace import Workspace
 
 
@@ -53,8 +56,8 @@ def _splits(ws: Workspace) -> tuple[str, str]:
     return ws.config.mfar.train.train_split, ws.config.mfar.train.val_split
 
 
-def labelled(ws: Workspace) -> str | None:
-    """None when the KB has queries of both the train and the validation split, else what is missing."""
+def trainable(ws: Workspace) -> str | None:
+    """None when the default queries have both a train and a validation split, else what is missing."""
     path = ws.default_queries_path()
     if not path.exists():
         return f"no labelled queries ({path} does not exist)"
@@ -82,11 +85,30 @@ def _index(ws: Workspace) -> str:
     return f"indexes of {', '.join(built)} in {ws.cache_dir}"
 
 
+def _synthesize(ws: Workspace) -> str:
+    from grasp.synth.run import synthesize_workspace
+
+    return synthesize_workspace(ws).line()
+
+
+def _synthesized(ws: Workspace) -> str | None:
+    path = ws.synth_dir / "queries.jsonl"
+    if path.exists():
+        return f"{path} is there"
+    if ws.config.queries != "synthetic" and default_queries_path(ws.skb).exists():
+        return "the KB has labelled queries (--synthesize makes synthetic ones to train on instead)"
+    return None
+
+
 def _plans(ws: Workspace) -> str:
     train, val = _splits(ws)
     queries = ws.queries(split=train) + ws.queries(split=val)
     outcomes = ws.planner.plan_many(queries, progress=ws.progress)
     usable = sum(o.check.usable for o in outcomes.values())
+    if queries and not usable:
+        raise GraspError(f"no usable plan for any of the {len(queries)} {train} and {val} queries (planner.kind="
+                         f"{ws.config.planner.kind}): fetch the planner (grasp fetch planner) or set planner.kind=openai "
+                         "with planner.base_url, then run grasp prepare again")
     return f"{usable} of {len(queries)} {train} and {val} queries have a usable plan"
 
 
@@ -142,6 +164,7 @@ def _has(name: str) -> Callable[[Workspace], str | None]:
 STEPS: tuple[Step, ...] = (
     Step("validate", lambda ws: None, _validate, needs_labels=False),
     Step("index", lambda ws: None, _index, needs_labels=False),
+    Step("synthesize", _synthesized, _synthesize, needs_labels=False),
     Step("plans", _planned, _plans),
     Step("train-mfar", _has(MFAR_WEIGHTS), _train_mfar),
     Step("tune-fusion", _has(FUSION_SETTING), _tune_fusion),
@@ -153,15 +176,20 @@ STEPS: tuple[Step, ...] = (
 STEP_NAMES = tuple(s.name for s in STEPS)
 
 
-def prepare(ws: Workspace, *, until: str | None = None,
+def prepare(ws: Workspace, *, until: str | None = None, synthesize: bool = False,
             on_step: Callable[[StepOutcome], None] = lambda outcome: None) -> list[StepOutcome]:
-    """Run the recipe's steps in order up to ``until`` (all by default); ``on_step`` hears each outcome as it ends."""
+    """Run the recipe's steps in order up to ``until`` (all by default); ``synthesize``: train on synthetic queries
+    even where the KB has labelled ones (``queries=synthetic``). ``on_step`` hears each outcome as it ends."""
     if until is not None and until not in STEP_NAMES:
         raise GraspError(f"unknown step {until!r}; the steps: {', '.join(STEP_NAMES)}")
-    why_not = labelled(ws)
+    if synthesize:
+        if ws.config.queries == "labelled":
+            raise GraspError("--synthesize trains on synthetic queries, but the configuration says queries=labelled")
+        ws.config.queries = "synthetic"
     outcomes = []
     for step in STEPS:
-        if step.needs_labels and why_not is not None:
+        why_not = trainable(ws) if step.needs_labels else None
+        if why_not is not None:
             outcome = StepOutcome(step.name, "not possible", f"{why_not}: the stages it tunes stay on their defaults")
         elif (reason := step.done(ws)) is not None:
             outcome = StepOutcome(step.name, "skipped", reason)
@@ -191,6 +219,7 @@ def summary(ws: Workspace) -> list[str]:
         path = ws.artifact(name)
         if path is not None:
             manifest = read_manifest(path)
-            made = ", ".join(f"{split} {n}" for split, n in manifest.data.items()) if manifest else "no manifest"
+            made = (f"{manifest.context.get('queries', 'labelled')} queries, "
+                    + ", ".join(f"{split} {n}" for split, n in manifest.data.items())) if manifest else "no manifest"
             lines.append(f"  {label} ({name}): made on {made}")
     return lines
