@@ -136,10 +136,12 @@ def results_page(report_root: Path) -> str:
              "How each shipped setting was chosen, on validation only: [experiments.md](experiments.md).", ""]
     for d in report_dirs(report_root):
         text, provenance = read_report(d)
+        rel = d.relative_to(report_root.parent).as_posix()
         body = text.split("\n", 1)[1] if text.startswith("# ") else text
         lines += [f"## {text.splitlines()[0].removeprefix('# ')}", "", f"Command: `{provenance['command']}` "
                   f"(the KB from `../shared/data/skb/{provenance['skb']['name']}`, fingerprint "
-                  f"{provenance['skb']['fingerprint']}); code: {provenance['code']}. Figures: `{d.as_posix()}/`.", "",
+                  f"{provenance['skb']['fingerprint']}); code: {provenance['code']}. Figures: "
+                  f"[{rel}/](../{rel}/).", "",
                   body.strip().replace("\n## ", "\n### "), "",
                   "| trained artifact | shipped as | sha256 |", "|---|---|---|",
                   *(f"| {name} | `{made['path']}` | `{made['sha256'][:16]}` |"

@@ -23,7 +23,9 @@ from grasp.synth.patterns import Pattern, Step, plan_of
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]+")
 STOPWORDS = frozenset("""a an and are as at be but by for from has have in is it its of on or that the this to was were
-which with not into than then them they their there these those also such can may been being more most other some""".split())
+which with not into than then them they their there these those also such can may been being more most other some
+any all each every one two three per via over under upon between within without where when what who whose how
+other others only very much many used uses using""".split())
 
 
 @dataclass
@@ -50,7 +52,7 @@ def words(text: str) -> list[str]:
 
 
 def is_content(word: str) -> bool:
-    return len(word) > 2 and word.lower() not in STOPWORDS
+    return len(word) > 3 and word.lower() not in STOPWORDS
 
 
 def content_words(text: str) -> list[str]:
