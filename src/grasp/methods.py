@@ -18,7 +18,7 @@ from grasp.artifacts import (
     RERANKER_ADAPTER,
     final_fusion_artifact,
 )
-from grasp.config import FusionConfig
+from grasp.config import FusionConfig, RerankerConfig
 from grasp.errors import ConfigError
 from grasp.eval.evaluate import EvalReport, evaluate_run
 from grasp.results import Query, Run
@@ -160,17 +160,27 @@ def untuned_fusion(cfg: FusionConfig):
     return FusionSetting("static", cfg.rrf_k, w=cfg.w, info={"untuned": True})
 
 
+def untuned_final_fusion(cfg: RerankerConfig):
+    """The final fusion where `grasp tune rerank` saved none: static RRF of the untuned zero-shot reranker at the
+    configured (final_w, final_rrf_k), reranking the top ``final_depth``."""
+    from grasp.rerank.retriever import RerankFusionSetting
+    from grasp.rerank.zero_shot import UNTUNED_ZERO_SHOT
+
+    return RerankFusionSetting(w=cfg.final_w, rrf_k=cfg.final_rrf_k, depth=cfg.final_depth, rule="untuned",
+                               zero_shot=UNTUNED_ZERO_SHOT)
+
+
 def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf_k: float | None = None,
                     depth: int | None = None, upstream: str | None = None, zero_shot: str | None = None):
     """Stage 3 (``grasp`` with the trained reranker, ``grasp-zs`` zero-shot); the final RRF uses the setting
-    `grasp tune rerank` saved, unless (w, k) are given. grasp-zs reranks the fused ranking with ``zero_shot``
+    `grasp tune rerank` saved (else :func:`untuned_final_fusion`), unless (w, rrf_k) are given. grasp-zs reranks the fused ranking with ``zero_shot``
     when given, else the configured zero-shot reranker (``auto``: the one its setting was tuned with); grasp
     reranks the ranking its setting was tuned over (``upstream`` when given): grasp-zs's when a zero-shot final
     fusion existed at tuning (every stage over the one before), else the fused one (settings tuned before)."""
     from grasp.rerank.build import build_reranked, build_reranker, rerank_depth
     from grasp.rerank.llm_yes_no import with_skb_instruction
     from grasp.rerank.retriever import RerankFusionSetting
-    from grasp.rerank.zero_shot import UNTUNED_ZERO_SHOT, ZERO_SHOT_RERANKERS, zero_shot_reranker_id
+    from grasp.rerank.zero_shot import ZERO_SHOT_RERANKERS, zero_shot_reranker_id
 
     cfg = with_skb_instruction(ws.config.reranker, ws.skb)
     adapter = None
@@ -182,14 +192,12 @@ def reranked_method(ws: Workspace, *, trained: bool, w: float | None = None, rrf
                               "run `grasp train reranker` first")
     name = final_fusion_artifact(trained)
     setting = None  # explicit (w, k): no saved setting applies, nor its depth
-    if w is None or rrf_k is None:  # the tuned setting, else the untuned static one (the configured depth)
-        setting = ws.load_setting(RerankFusionSetting, name)
-        if setting is None:
-            w, rrf_k = cfg.final_w, cfg.final_rrf_k
+    if w is None or rrf_k is None:  # the tuned setting, else the untuned static one of the configuration
+        setting = ws.load_setting(RerankFusionSetting, name) or untuned_final_fusion(cfg)
     source = upstream or (setting.upstream if setting is not None and trained else "fused")
     # the one asked for, else the configured one, else (auto) the one the setting was tuned with (a setting made
-    # before it was recorded: the bi-encoder), else (untuned) the default zero-shot reranker
-    tuned_with = (setting.zero_shot or ZERO_SHOT_RERANKERS[0]) if setting is not None else UNTUNED_ZERO_SHOT
+    # before it was recorded: the bi-encoder; the untuned one names its own)
+    tuned_with = (setting.zero_shot or ZERO_SHOT_RERANKERS[0]) if setting is not None else ZERO_SHOT_RERANKERS[0]
     zero_shot = zero_shot or zero_shot_reranker_id(cfg) or tuned_with
     reranker = build_reranker(cfg, ws.encoder, adapter, ws.config.bm25, zero_shot=zero_shot)
     return build_reranked(retriever(ws, source), reranker, ws.serializer, name="grasp" if trained else "grasp-zs",

@@ -49,9 +49,12 @@ def test_cache_dir_option_wins(toy_dir, tmp_path, cache_dir):
 
 
 def test_search_prints_ranked_nodes(toy_dir, cache_dir, capsys):
-    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json"])
+    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json", "--method", "bm25"])
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["type"] == "gene"
+    main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["rank"] for r in rows] == [1, 2]
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2", "--json", "--explain"])
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["node_id"] for r in lines[:2]] == [r["node_id"] for r in rows]
@@ -174,7 +177,7 @@ def test_search_says_what_it_is_doing(toy_dir, cache_dir, capsys):
     main(["search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
     captured = capsys.readouterr()
     for stage in ("… mfar: scoring every field", "… fusing: fusing the graph and mfar rankings (static RRF)",
-                  "… reranking: reranking the top 100 with the hybrid reranker"):  # auto: grasp-zs, untuned
+                  "… reranking: reranking the top 30 with the hybrid reranker"):  # auto: grasp-zs, untuned
         assert stage in captured.err, stage
     assert "…" not in captured.out
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])

@@ -62,7 +62,7 @@ def eval_cmd(ctx, skb_dir, stark_dataset, queries_file, split, method, limit, k,
 @skb_option
 @stark_option
 @click.option("--method", default="auto", show_default=True, type=method_choice(auto=True),
-              help="auto: grasp where a reranker was trained, else grasp-zs (untuned parts on their defaults), as the API and serve.")
+              help="auto: the method with the trained reranker (grasp) where there is one, else grasp-zs (untuned parts on their defaults), as the API and serve.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON lines.")
 @click.option("--explain", is_flag=True, help="Also print each stage's trace (plan, Cypher, fusion weights, ...) as JSON.")
@@ -94,7 +94,7 @@ def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
 @stark_option
 @click.option("--method", default="auto", show_default=True,
               type=method_choice(auto=True),
-              help="auto: grasp where a reranker was trained, else grasp-zs (untuned parts on their defaults).")
+              help="auto: the method with the trained reranker (grasp) where there is one, else grasp-zs (untuned parts on their defaults).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.pass_context
