@@ -113,7 +113,7 @@ def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = Fal
     """mFAR over this SKB's fields; with the weights `grasp train mfar` saved, if any (and ``trained``).
     With a tuned encoder (:func:`mfar_encoder_adapter`; not with ``base_encoder``) mFAR's dense fields are
     encoded by it, stored apart from Stage 1's vectors."""
-    from grasp.text.mfar.build import build_mfar, load_weights
+    from grasp.text.mfar.build import build_mfar, load_weights, untrained_prior
 
     c = ws.config
     adapter = None if base_encoder else ws.mfar_encoder_adapter()
@@ -133,6 +133,8 @@ def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = Fal
     if trained and (path := ws.artifact(MFAR_WEIGHTS, check=mfar_expects(ws),
                                         loadable={"encoder", "layout", "dense_fields"})) is not None:
         load_weights(retriever, path)
+    elif trained and c.mfar.untrained == "document":  # served untrained (training starts from uniform weights)
+        untrained_prior(retriever, ["single"])
     return retriever
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from grasp.config import BM25Config, MFARConfig
@@ -20,6 +21,21 @@ def build_mfar(cfg: MFARConfig, skb: SKB, layout: DocumentLayout, encoder: Encod
     index = FieldIndex(skb, layout, encoder, index_dir, bm25=bm25, fields=cfg.fields, dense_fields=cfg.dense_fields,
                        node_vectors=node_vectors, max_names=cfg.max_names, dtype=dtype, progress=progress)
     return MFARRetriever(index, depth=cfg.depth)
+
+
+def untrained_prior(retriever: MFARRetriever, fields: Sequence[str]) -> bool:
+    """Serve without trained weights as if only ``fields`` mattered: their BM25 and dense scorers weighted alike,
+    every other (field, scorer) pair at zero (the query-conditioned part stays zero). False (and mFAR's uniform
+    initialisation kept) when none of ``fields`` is active."""
+    import torch
+
+    active = [True] * retriever.index.n_fields + list(retriever.index.has_dense)
+    keep = [a and name.split(":", 1)[1] in fields for name, a in zip(retriever.weight_names(), active, strict=True)]
+    if not any(keep):
+        return False
+    with torch.no_grad():
+        retriever.weights.proj.bias.copy_(torch.tensor([0.0 if k else -30.0 for k in keep]))
+    return True
 
 
 def load_weights(retriever: MFARRetriever, path: Path) -> None:
