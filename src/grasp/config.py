@@ -94,9 +94,9 @@ class FusionConfig(_Section):
     """Stage 2: the graph ranking fused with the dense partner's (the fusion itself is a tuned setting)."""
 
     depth: int = Field(100, ge=1, description="results of each branch (graph, mFAR) that Stage 2 fuses")
-    w: float = Field(0.85, ge=0, le=1, description="untuned: the graph ranking's weight in the static RRF served where "
+    w: float = Field(0.6, ge=0, le=1, description="untuned: the graph ranking's weight in the static RRF served where "
                      "`grasp tune fusion` saved no setting (a KB nobody labelled; how it was chosen: docs/defaults.md)")
-    rrf_k: float = Field(40.0, gt=0, description="untuned: the RRF constant of that static fusion")
+    rrf_k: float = Field(100.0, gt=0, description="untuned: the RRF constant of that static fusion")
 
 
 class PlannerConfig(_Section):
@@ -261,10 +261,11 @@ class RerankerConfig(_Section):
         "auto", description="numerics of a trained reranker at inference (as encoder.precision; training stays "
         "fp32); stored candidate vectors are kept apart per precision", **SERVING_ONLY)
     max_neighbors: int = Field(10, ge=0, description="neighbours per relation in a candidate's serialization")
-    final_w: float = Field(0.2, ge=0, le=1, description="untuned: the reranker's weight in the static final fusion "
-                           "served where `grasp tune rerank` saved no setting (how it was chosen: docs/defaults.md)",
+    final_w: float = Field(0.0, ge=0, le=1, description="untuned: the reranker's weight in the static final fusion "
+                           "served where `grasp tune rerank` saved no setting (0: no untuned reranker helped every KB "
+                           "it was chosen on, so the fused ranking is served; docs/defaults.md)",
                            **SERVING_ONLY)
-    final_rrf_k: float = Field(100.0, gt=0, description="untuned: the RRF constant of that final fusion",
+    final_rrf_k: float = Field(1.0, gt=0, description="untuned: the RRF constant of that final fusion",
                                **SERVING_ONLY)
     final_depth: int = Field(30, ge=1, description="untuned: the upstream candidates reranked for that final fusion "
                              "(reranker.depth, when set, wins)", **SERVING_ONLY)

@@ -177,7 +177,7 @@ def test_search_says_what_it_is_doing(toy_dir, cache_dir, capsys):
     main(["search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
     captured = capsys.readouterr()
     for stage in ("… mfar: scoring every field", "… fusing: fusing the graph and mfar rankings (static RRF)",
-                  "… reranking: reranking the top 30 with the hybrid reranker"):  # auto: grasp-zs, untuned
+                  "… reranking: reranking the top 30 with the bi-encoder reranker"):  # auto: grasp-zs, untuned
         assert stage in captured.err, stage
     assert "…" not in captured.out
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])

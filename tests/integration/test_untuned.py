@@ -14,6 +14,7 @@ from grasp.artifacts import FUSION_SETTING
 from grasp.config import GraspConfig, load_config
 from grasp.fuse.retriever import FusionSetting
 from grasp.packaged import DEMO_SKB
+from grasp.rerank.zero_shot import UNTUNED_ZERO_SHOT
 from grasp.workspace import Workspace
 from tests.fake_llm import FakeChatServer
 from tests.integration.test_planner import GOOD
@@ -39,9 +40,11 @@ def test_a_kb_with_no_queries_answers_with_the_graph_branch(toy_dir, tmp_path):
     assert result.traces["fused"].weights == {"graph": cfg.fusion.w, "mfar": pytest.approx(1 - cfg.fusion.w)}
     final = result.traces["grasp-zs"]
     assert final.rrf_k == cfg.reranker.final_rrf_k and final.weights["reranker"] == cfg.reranker.final_w
-    assert result.traces["reranker"].reranker == "hybrid"  # the untuned zero-shot reranker
+    assert result.traces["reranker"].reranker == UNTUNED_ZERO_SHOT and result.traces["reranker"].depth == 30
     from_graph = [h for h in result.hits if h.stage_ranks["graph"] is not None]
     assert len(from_graph) == 3 and result.hits[0] in from_graph  # the graph's candidates lead
+    if cfg.reranker.final_w == 0:  # no untuned reranker helped every KB: the fused ranking is served as it is
+        assert [h.stage_ranks["fused"] for h in result.hits] == [1, 2, 3, 4, 5]
 
 
 def test_readiness_and_the_untuned_parts(toy_dir, tmp_path):

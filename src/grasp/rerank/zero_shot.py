@@ -6,7 +6,7 @@ from __future__ import annotations
 from grasp.config import RerankerConfig
 
 ZERO_SHOT_RERANKERS = ("bi-encoder", "bm25", "hybrid")  # what reranker.zero_shot=auto chooses between on validation
-UNTUNED_ZERO_SHOT = "hybrid"  # auto where nothing was tuned (how it was chosen: docs/defaults.md)
+UNTUNED_ZERO_SHOT = "bi-encoder"  # auto where nothing was tuned (how it was chosen: docs/defaults.md)
 
 
 def zero_shot_reranker_id(cfg: RerankerConfig) -> str | None:
