@@ -55,3 +55,12 @@ def test_the_readme_table_joins_both_reports():
     table = readme_results(REPO / "report")
     assert table.count("\n| ") == 8  # header + 7 stages
     assert "+ trained reranker (GRASP)" in table
+
+
+def test_the_untuned_comparison_holds_only_the_stages():
+    from grasp.lab.pages import untuned_comparison
+
+    lines = untuned_comparison(REPO / "report")
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| stage")]
+    assert len(rows) == 14  # seven stages, two KBs
+    assert all(line.startswith("| + trained reranker (GRASP) | – | – |") for line in rows if "GRASP" in line)

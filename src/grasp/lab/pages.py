@@ -173,9 +173,9 @@ def untuned_comparison(report_root: Path) -> list[str]:
 
 
 def _ablation_rows(text: str) -> dict[str, list[str]]:
-    """{method label: [hit@1, hit@5, recall@20, mrr]} from an ablation table."""
+    """{method label: [hit@1, hit@5, recall@20, mrr]} from a report's ablation table (its first section)."""
     rows = {}
-    for line in text.splitlines():
+    for line in text.split("\n## ")[0].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6 and re.fullmatch(r"[\d.]+", cells[2] or ""):
             rows[cells[0]] = cells[2:]
