@@ -103,7 +103,8 @@ def synthesize(skb, layout, out_dir: Path, *, n: int = 2000, seed: int = 13, val
     if examples_path is not None and chosen:
         write_examples(chosen, examples_path)
     return SynthesisReport(len(items), attempts, dict(Counter(it.template.split(":")[1] for it in items)),
-                           dict(Counter(it.split for it in items)), dict(Counter(it.verbalizer for it in items)),
+                           {split: sum(it.split == split for it in items) for split in ("train", "val")},
+                           dict(Counter(it.verbalizer for it in items)),
                            out_dir, len(chosen) if examples_path is not None else 0)
 
 
