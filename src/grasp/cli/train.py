@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grasp.cli.common import method_choice, skb_option, stage_printer, stark_option, workspace
+from grasp.cli.common import method_choice, queries_option, skb_option, stage_printer, stark_option, workspace
 from grasp.lab.prepare import STEP_NAMES
 
 
@@ -106,19 +106,21 @@ def tune_rerank_cmd(ctx, skb_dir, stark_dataset, zero_shot, split, limit):
 @click.command()
 @skb_option
 @stark_option
+@queries_option
 @click.option("--split", default="test", show_default=True)
 @click.option("--limit", type=click.IntRange(min=1))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True)
 @click.option("--sensitivity/--no-sensitivity", default=True, show_default=True,
               help="Also draw the validation sensitivity figures (fusion cells, reranker training, final-fusion surface).")
 @click.pass_context
-def report(ctx, skb_dir, stark_dataset, split, limit, out_dir, sensitivity):
+def report(ctx, skb_dir, stark_dataset, queries_file, split, limit, out_dir, sensitivity):
     """Ablation table (markdown + PNG bar chart) of every stage on a split, with rank progressions and
     the validation sensitivity figures."""
     from grasp.lab.ablation import ablation
 
     ws = workspace(ctx, skb_dir, stark_dataset)
-    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir, sensitivity_figures=sensitivity))
+    click.echo(ablation(ws, split=split, limit=limit, out_dir=out_dir, sensitivity_figures=sensitivity,
+                        queries_file=queries_file))
 
 
 

@@ -27,11 +27,13 @@ PROGRESSION = ("mfar", "graph", "fused", "grasp-zs", "grasp")
 
 
 def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, out_dir: Path, examples: int = 3,
-             sensitivity_figures: bool = True) -> str:
+             sensitivity_figures: bool = True, queries_file: Path | None = None) -> str:
     """Each stage is computed once: the most complete prepared method runs with all its stages kept
     (graph, mFAR, fused, reranker and the final fusion, grasp or grasp-zs), the zero-shot reranker reranks that same fused run, and the
-    baselines run on their own. Then the validation sensitivity figures (:mod:`grasp.lab.sensitivity`)."""
-    queries = ws.queries(split=split, limit=limit)
+    baselines run on their own. Then the validation sensitivity figures (:mod:`grasp.lab.sensitivity`).
+    ``queries_file``: the queries to report on (default: the workspace's, e.g. the labelled test split of a KB
+    whose stages were trained on synthetic queries)."""
+    queries = ws.queries(queries_file, split=split, limit=limit)
     ready = methods.readiness(ws)
     k = ws.config.search.depth
     runs: dict = {}
@@ -77,7 +79,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         from grasp.lab.sensitivity import sensitivity
 
         lines += ["", *sensitivity(ws, out_dir)]
-    provenance = report_provenance(ws, split=split, limit=limit)
+    provenance = report_provenance(ws, split=split, limit=limit, queries_file=queries_file)
     lines += ["", f"Made by `{provenance['command']}` with {provenance['code']}; the trained artifacts it read and "
               "their checksums are in `provenance.json`."]
     text = "\n".join(lines) + "\n"
@@ -87,7 +89,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     return text
 
 
-def report_provenance(ws: Workspace, *, split: str, limit: int | None) -> dict:
+def report_provenance(ws: Workspace, *, split: str, limit: int | None, queries_file: Path | None = None) -> dict:
     """What made a report: the command, the code version, the SKB, and each trained artifact it read with its
     checksum (a shipped one by its path inside the package), so that a table older than the artifacts it
     describes can be found (``tests/unit/test_docs.py``)."""
@@ -100,7 +102,8 @@ def report_provenance(ws: Workspace, *, split: str, limit: int | None) -> dict:
                                "sha256": checksum(path)}
     sets = "".join(f" --set {key}={value}" for key, value in _changed(ws.config.model_dump(mode="json", exclude_defaults=True,
                                                                                      exclude={"cache_dir"})))
-    command = f"grasp{sets} report --skb {ws.skb.name} --split {split}" + (f" --limit {limit}" if limit else "")
+    command = (f"grasp{sets} report --skb {ws.skb.name}" + (f" --queries {queries_file}" if queries_file else "")
+               + f" --split {split}" + (f" --limit {limit}" if limit else ""))
     return {"command": command, "code": code_version(), "skb": ws.skb_identity, "artifacts": artifacts}
 
 
