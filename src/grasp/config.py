@@ -194,7 +194,8 @@ class MFARConfig(_Section):
     untrained: Literal["document", "uniform"] = Field(
         "document", description="the field weights served where `grasp train mfar` made none: document = BM25 and "
         "dense on the whole document (the single field), half each; uniform = every (field, scorer) pair alike, "
-        "mFAR's own initialisation (how it was chosen: docs/defaults.md). Training always starts from uniform")
+        "mFAR's own initialisation (how it was chosen: docs/defaults.md). Training always starts from uniform",
+        **SERVING_ONLY)
     depth: int = Field(100, ge=1, description="top-k of every (field, scorer) pooled before scoring")
     encoder_tuning: Literal["frozen", "lora"] = Field(
         "frozen", description="frozen: only the field weights train (the encoder is Stage 1's); lora: mFAR's own "

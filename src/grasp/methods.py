@@ -73,8 +73,11 @@ def readiness(ws: Workspace) -> dict[str, str | None]:
     """For each method: None when it can run now (tuned, or on untuned defaults: :func:`untuned`), else what is
     missing and the command that makes it. Only a trained reranker has no default."""
     out: dict[str, str | None] = dict.fromkeys(METHODS)
+    if ws.config.mfar.encoder_tuning == "lora" and ws.mfar_encoder_adapter() is None:  # mFAR has no untuned encoder
+        for method in ("mfar", "fused", "grasp-zs", "grasp"):
+            out[method] = "mfar.encoder_tuning=lora, and no tuned mFAR encoder: grasp train mfar"
     if ws.artifact(RERANKER_ADAPTER) is None:
-        out["grasp"] = "no trained reranker: grasp train reranker"
+        out["grasp"] = out["grasp"] or "no trained reranker: grasp train reranker"
     return out
 
 

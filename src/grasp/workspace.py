@@ -74,6 +74,11 @@ class Workspace:
         return self.cache_dir / "synth"
 
     @property
+    def synth_examples_path(self) -> Path:
+        """Worked examples `grasp synthesize` chose among its queries (read when no others exist)."""
+        return self.synth_dir / "examples.jsonl"
+
+    @property
     def plans_file(self) -> Path:
         """The writable plan cache (under the package's shipped plans)."""
         return self.cache_dir / "plans.jsonl"
@@ -87,7 +92,9 @@ class Workspace:
     def mfar_dir(self) -> Path:
         """Where `grasp train mfar` keeps checkpoints, the training log and the best weights: one folder per mFAR
         configuration (its training arguments included), encoder and document layout."""
-        key = [self.config.mfar.model_dump(mode="json"), encoder_weights_id(self.config.encoder), self.layout.key]
+        cfg = self.config.mfar
+        key = [cfg.model_dump(mode="json", exclude=marked(type(cfg), "serving_only")),
+               encoder_weights_id(self.config.encoder), self.layout.key, *self._synthetic_key()]
         return self.cache_dir / f"mfar-train-{stable_hash(key)}"
 
     @property
@@ -97,7 +104,17 @@ class Workspace:
         trained (the training arguments live in its checkpoint and grasp_train.json)."""
         cfg = self.config.reranker
         identity = cfg.model_dump(exclude={"train", *marked(type(cfg), "serving_only")})
-        return self.cache_dir / f"reranker-{stable_hash([identity, self.layout.key])}"
+        return self.cache_dir / f"reranker-{stable_hash([identity, self.layout.key, *self._synthetic_key()])}"
+
+    def _synthetic_key(self) -> list[str]:
+        """What sets apart the training folders of stages trained on synthetic queries (labelled: nothing)."""
+        return ["queries:synthetic"] if self.queries_source == "synthetic" else []
+
+    def reset(self) -> None:
+        """Forget the retrievers and the planner built so far: an artifact, a setting or the worked examples they
+        read has just been written."""
+        self.retrievers.clear()
+        self.__dict__.pop("planner", None)
 
     # --- artifacts and settings -------------------------------------------------------------
 
@@ -184,6 +201,7 @@ class Workspace:
         ``check``: what it was made with, when more than :meth:`expects` says)."""
         name = _setting_name(type(setting), name)
         setting.save(self.artifact_path(name))
+        self.reset()
         return self.record_artifact(name, data=data, context=context, check=check)
 
     def mfar_encoder_adapter(self) -> Path | None:
@@ -227,7 +245,8 @@ class Workspace:
         from grasp.plan.build import build_planner
 
         return build_planner(self.skb, self.config.planner, cache_root=self.config.cache_root,
-                             plans_file=self.plans_file, examples_file=self.examples_path, seed=self.config.seed)
+                             plans_file=self.plans_file, examples_files=(self.examples_path, self.synth_examples_path),
+                             seed=self.config.seed)
 
     @cached_property
     def serializer(self) -> CandidateSerializer:

@@ -65,6 +65,10 @@ def test_a_kb_without_queries_is_prepared_on_synthetic_ones(toy_dir, tmp_path, c
     for step in STEP_NAMES[3:]:
         assert f"{step:<20} ran" in out, step
     assert "auto: grasp" in out and "fusion (fusion.json): made on synthetic queries, val" in out
+    # the plans were made with the worked examples synthesis chose: a new process replays them
+    ws = Workspace.open(toy_dir, load_config(None, [f"cache_dir={tmp_path / 'c'}", "planner.kind=cache",
+                                                    "planner.model=fake", "planner.format=flat"]), progress=False)
+    assert ws.planner.builder.examples and all(ws.planner.cached(q.text) is not None for q in ws.queries(split="train"))
 
 
 def test_without_train_and_val_queries_the_learning_steps_wait(toy_dir, tmp_path, capsys):

@@ -79,7 +79,7 @@ def test_what_it_writes_is_accepted_and_read_by_default(synthesized, toy_dir, tm
     (toy_dir / "qa" / "queries.jsonl").unlink()
     assert ws.default_queries_path() == path and ws.queries_source == "synthetic"
     assert {q.split for q in ws.queries()} == {"train", "val"}
-    examples = [json.loads(line) for line in ws.examples_path.read_text().splitlines()]
+    examples = [json.loads(line) for line in ws.synth_examples_path.read_text().splitlines()]
     assert 1 <= len(examples) == report.examples and all(e["plan"]["target"]["labels"] for e in examples)
 
 

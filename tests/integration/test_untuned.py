@@ -76,3 +76,12 @@ def test_the_planner_can_be_shown_no_worked_examples(tmp_path):
                      progress=False)
     assert len(ws.planner.builder.examples) == 12 and bare.planner.builder.examples == []
     assert ws.planner.builder.hash != bare.planner.builder.hash  # plans made with examples are not replayed without
+
+
+def test_a_tuned_mfar_encoder_has_no_untuned_default(toy_dir, tmp_path):
+    """With mfar.encoder_tuning=lora and no tuned encoder, mFAR and what builds on it cannot run (they are said not
+    ready, instead of failing when built), and auto falls back to BM25."""
+    ws = Workspace.open(toy_dir, load_config(None, [f"cache_dir={tmp_path}", "mfar.encoder_tuning=lora"]), progress=False)
+    ready = methods.readiness(ws)
+    assert [m for m, missing in ready.items() if missing] == ["mfar", "fused", "grasp-zs", "grasp"]
+    assert "grasp train mfar" in ready["fused"] and methods.best_method(ws) == "bm25"

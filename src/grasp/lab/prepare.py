@@ -95,6 +95,8 @@ def _synthesized(ws: Workspace) -> str | None:
     path = ws.synth_dir / "queries.jsonl"
     if path.exists():
         return f"{path} is there"
+    if ws.config.queries == "labelled":
+        return "queries=labelled: training reads only the KB's own queries"
     if ws.config.queries != "synthetic" and default_queries_path(ws.skb).exists():
         return "the KB has labelled queries (--synthesize makes synthetic ones to train on instead)"
     return None
@@ -155,9 +157,13 @@ def _index_reranker(ws: Workspace) -> str:
 
 
 def _has(name: str) -> Callable[[Workspace], str | None]:
+    """Done when the artifact is there and was made on the queries training reads now (labelled or synthetic: a
+    shipped artifact counts as labelled)."""
     def done(ws: Workspace) -> str | None:
         path = ws.artifact(name)
-        return None if path is None else f"{path} is there"
+        manifest = read_manifest(path) if path is not None else None
+        made_on = manifest.context.get("queries", "labelled") if manifest is not None else "labelled"
+        return None if path is None or made_on != ws.queries_source else f"{path} is there"
     return done
 
 
@@ -197,7 +203,7 @@ def prepare(ws: Workspace, *, until: str | None = None, synthesize: bool = False
             announce("prepare", f"{step.name} ...")
             wall, cpu = time.perf_counter(), time.process_time()
             detail = step.run(ws)
-            ws.retrievers.clear()  # a later step builds its retrievers over what this one made
+            ws.reset()  # a later step builds its retrievers and planner over what this one made
             outcome = StepOutcome(step.name, "ran", detail, time.perf_counter() - wall, time.process_time() - cpu)
         outcomes.append(outcome)
         on_step(outcome)

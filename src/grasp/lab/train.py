@@ -29,7 +29,7 @@ def train_mfar(ws: Workspace, *, limit: int | None = None, announce=print) -> di
     state = train(retriever, train_q, val_q, ws.mfar_dir, cfg, seed=ws.config.seed, progress=ws.progress)
     ws.record_artifact(MFAR_WEIGHTS, data={cfg.train.train_split: len(train_q), cfg.train.val_split: len(val_q)},
                        check=methods.mfar_expects(ws), context={"mfar": cfg.model_dump(mode="json")})
-    ws.retrievers.clear()  # what was built before reads the untrained weights
+    ws.reset()  # what was built before reads the untrained weights
     return state
 
 
@@ -72,6 +72,6 @@ def train_reranker(ws: Workspace, *, pool: str = "fused", limit: int | None = No
                   val_pools=val_pools)
     ws.record_artifact(RERANKER_ADAPTER, data={cfg.train.train_split: n},
                        context={"pool": pool, "records": len(records), "reranker": cfg.model_dump(mode="json")})
-    ws.retrievers.clear()
+    ws.reset()
     state["records"] = len(records)
     return state

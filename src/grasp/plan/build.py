@@ -47,18 +47,20 @@ def local_engine(cfg: PlannerConfig) -> str:
     return "torch" if native_bf16("cpu") else "llama.cpp"
 
 
-def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path, examples_file: Path,
-                  seed: int) -> Planner:
+def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path,
+                  examples_files: tuple[Path, ...] = (), seed: int) -> Planner:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
-    (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else those
-    `grasp plans examples` drew from this SKB's train split into ``examples_file``; none with ``none``."""
+    (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
+    of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
+    synthesize` chose); none with ``none``."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
     examples = []
     if cfg.examples == "auto":
         examples = load_examples(profile_of(skb))
-        if not examples and examples_file.exists():
-            examples = read_examples(examples_file)
+        found = next((path for path in examples_files if path.exists()), None)
+        if not examples and found is not None:
+            examples = read_examples(found)
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
                    grammar=cfg.grammar,
                    retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,

@@ -68,8 +68,10 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     from transformers import get_cosine_schedule_with_warmup
 
     cfg = config or RerankerConfig()
-    # what the checkpoint must match: the reranker and its training arguments (one flat record), and the seed
+    # what the adapter records (grasp_train.json), and what a checkpoint must match to be resumed: that record less
+    # how the reranker is served and what may change between resumes
     identity = {**cfg.model_dump(mode="json", exclude={"train"}), **cfg.train.model_dump(mode="json"), "seed": seed}
+    free = RESUMABLE | marked(RerankerConfig, "serving_only")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -85,7 +87,7 @@ def train_reranker(records: list[dict], serialize: Callable[[int], str], out_dir
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
         before = saved.get("config", {})
-        changed = [k for k, v in identity.items() if k not in RESUMABLE and k in before and before[k] != v]
+        changed = [k for k, v in identity.items() if k not in free and k in before and before[k] != v]
         if changed:
             raise ConfigError(f"{ckpt} is from another training configuration ({', '.join(changed)} differ); "
                               "delete it to start over with this one")

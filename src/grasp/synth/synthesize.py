@@ -6,7 +6,7 @@ common ones), each draw executed for its gold answers (:mod:`grasp.synth.sample`
 (:mod:`grasp.synth.verbalize`), deduplicated and split into train and val. Written: ``queries.jsonl`` (the open
 format's queries, ``template`` naming the pattern), ``plans.jsonl`` (each query's plan, verified by construction;
 `grasp plans import` reads it) and the planner's worked examples for a KB that has none (a few, chosen to cover the
-schema's relations).
+schema's relations; the planner reads them where no others exist).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class LLMVerbalizer:
             reply = json.loads(self.client.chat(messages, json_schema=schema, max_tokens=96, seed=self.seed))
             text = str(reply.get("query", "")).strip() if isinstance(reply, dict) else ""
         except (LLMError, json.JSONDecodeError):
-            text = ""
+            return ""  # not cached: a later run asks again
         self.cache.put({"key": key, "query": text, "model": self.client.model_id})
         return text
 
