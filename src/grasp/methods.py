@@ -87,6 +87,14 @@ def untuned(ws: Workspace) -> dict[str, list[str]]:
                      if ws.artifact(name) is None] for method in METHODS}
 
 
+def status_lines(ws: Workspace) -> list[str]:
+    """One line per method: ready, ready with the parts it runs on untuned defaults, or what it needs."""
+    ready, parts = readiness(ws), untuned(ws)
+    return [f"{method:<9} " + (f"not ready: {missing}" if missing else
+                               f"ready, untuned: {'; '.join(parts[method])}" if parts[method] else "ready")
+            for method, missing in ready.items()]
+
+
 def best_method(ws: Workspace) -> str:
     """The most complete method that can run now: ``grasp`` where a reranker was trained, else ``grasp-zs`` (on whatever
     is untuned, its defaults)."""

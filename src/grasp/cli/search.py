@@ -153,12 +153,9 @@ def info(ctx, skb_dir, stark_dataset, verify):
         click.echo(f"  node  {t:<28} {c:>10,}")
     for r, c in skb.relation_counts().items():
         click.echo(f"  edge  {r:<28} {c:>10,}")
-    ready, untuned = methods.readiness(ws), methods.untuned(ws)
     click.echo(f"methods (auto: {methods.best_method(ws)}):")
-    for m, missing in ready.items():
-        state = (f"not ready: {missing}" if missing else
-                 f"ready, untuned: {'; '.join(untuned[m])}" if untuned[m] else "ready")
-        click.echo(f"  {m:<9} {state}")
+    for line in methods.status_lines(ws):
+        click.echo(f"  {line}")
     arts = inventory.artifacts(ws, verify=verify)
     click.echo("trained artifacts:" if arts else "trained artifacts: none")
     for entry in arts:

@@ -184,14 +184,15 @@ def _ablation_rows(text: str) -> dict[str, list[str]]:
 
 def readme_results(report_root: Path, kbs: tuple[str, ...] = KBS) -> str:
     """The README's one results table: every stage on each KB's test split, side by side."""
-    tables = {kb: _ablation_rows(read_report(report_root / kb)[0]) for kb in kbs}
+    reports = {kb: read_report(report_root / kb) for kb in kbs}
+    tables = {kb: _ablation_rows(text) for kb, (text, _) in reports.items()}
     labels = list(tables[kbs[0]])
     head = "| method | " + " | ".join(f"{kb} Hit@1 | Hit@5 | R@20 | MRR" for kb in kbs) + " |"
     lines = [README_BEGIN, head, "|---|" + "---:|" * 4 * len(kbs)]
     for label in labels:
         cells = [c for kb in kbs for c in tables[kb].get(label, ["–"] * 4)]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    commands = "; ".join(f"`{read_report(report_root / kb)[1]['command']}`" for kb in kbs)
+    commands = "; ".join(f"`{provenance['command']}`" for _, provenance in reports.values())
     lines += ["", f"Made by {commands}, written here by `python scripts/build_docs.py`.", README_END]
     return "\n".join(lines)
 

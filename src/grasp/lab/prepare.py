@@ -214,12 +214,7 @@ def prepare(ws: Workspace, *, until: str | None = None, synthesize: bool = False
 
 def summary(ws: Workspace) -> list[str]:
     """Which methods are ready, and what each tuned part was made on (labelled queries, or untuned defaults)."""
-    ready, untuned = methods.readiness(ws), methods.untuned(ws)
-    lines = [f"auto: {methods.best_method(ws)}"]
-    for method, missing in ready.items():
-        lines.append(f"{method:<9} " + (f"not ready: {missing}" if missing else
-                                        f"ready, untuned: {'; '.join(untuned[method])}" if untuned[method] else
-                                        "ready"))
+    lines = [f"auto: {methods.best_method(ws)}", *methods.status_lines(ws)]
     trained = ((RERANKER_ADAPTER, "reranker", ""),)
     for name, label, _ in methods.TUNED_PARTS["grasp"] + (methods.TUNED_PARTS["grasp-zs"][-1],) + trained:
         path = ws.artifact(name)
