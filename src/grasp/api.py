@@ -29,34 +29,12 @@ from grasp import methods
 from grasp.config import GraspConfig, load_config
 from grasp.errors import InputError
 from grasp.graph.retriever import GraphTrace
+from grasp.inputs import MAX_K, MAX_QUERY_CHARS, check_k, check_query  # noqa: F401 (re-exported)
 from grasp.methods import METHODS
 from grasp.packaged import DEMO_SKB
 from grasp.plan.build import degrade_missing_planner
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.workspace import Workspace
-
-MAX_QUERY_CHARS = 2000
-MAX_K = 100
-
-
-def check_query(text: Any) -> str:
-    """The query text, or :class:`InputError` saying what is wrong with it."""
-    if not isinstance(text, str):
-        raise InputError(f"query must be a string, not {type(text).__name__}")
-    if "\x00" in text:
-        raise InputError("query contains a NUL character (binary data?)")
-    if not text.strip():
-        raise InputError("query is empty")
-    if len(text) > MAX_QUERY_CHARS:
-        raise InputError(f"query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    return text.strip()
-
-
-def check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InputError(f"k must be an integer from 1 to {MAX_K}, not {k!r}")
-    return k
-
 
 @dataclass
 class Hit:

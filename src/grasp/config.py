@@ -86,8 +86,15 @@ class BM25Config(_Section):
 class SearchConfig(_Section):
     """How deep every stage ranks."""
 
-    depth: int = Field(100, ge=1, description="results each retriever returns per query (grasp eval's default k; "
+    depth: int = Field(100, ge=1, le=1000, description="results each retriever returns per query (grasp eval's default k; "
                        "the API keeps this many per stage, so stage ranks reach below the k it shows)")
+
+
+class ServiceConfig(_Section):
+    """`grasp serve`: the REST service's limits."""
+
+    max_body_bytes: int = Field(65536, ge=1024, description="largest request body accepted (413 past it); a query "
+                                "is at most 2,000 characters")
 
 
 class FusionConfig(_Section):
@@ -308,6 +315,7 @@ class GraspConfig(_Section):
     vector_index: VectorIndexConfig = VectorIndexConfig()
     bm25: BM25Config = BM25Config()
     search: SearchConfig = SearchConfig()
+    service: ServiceConfig = ServiceConfig()
     planner: PlannerConfig = PlannerConfig()
     graph: GraphConfig = GraphConfig()
     mfar: MFARConfig = MFARConfig()

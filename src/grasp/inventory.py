@@ -71,8 +71,9 @@ def indexes(cache_dir: Path, *, verify: bool = False) -> list[Entry]:
             detail, recorded = f"BM25 arrays over {meta.get('layout')}", meta.get("sha256")
             recompute = partial(checksum, target, exclude=frozenset({"complete.json"}))
         elif record.name == "complete.json" and "labels" in meta:
-            target, label = record.parent, f"graph {rel.parent}"
-            detail, recorded, recompute = "graph database (checksum of the loaded rows)", meta.get("load_sha256"), None
+            target, label = record.parent / "db", f"graph {rel.parent}"
+            detail, recorded = "graph database files", meta.get("db_sha256")
+            recompute = partial(checksum, target)
         elif "shape" in meta and record.with_suffix(".npy").exists():
             target = record.with_suffix(".npy")
             label = f"vectors {rel.with_suffix('')}"
@@ -80,6 +81,6 @@ def indexes(cache_dir: Path, *, verify: bool = False) -> list[Entry]:
             recorded, recompute = meta.get("sha256"), partial(checksum, target)
         else:
             continue
-        verified = recompute() == recorded if verify and recorded and recompute else None
+        verified = recompute() == recorded if verify and recorded else None
         out.append(Entry(label, target, detail, recorded, verified))
     return out

@@ -28,3 +28,16 @@ def listening(listener: Listener) -> Iterator[None]:
         yield
     finally:
         _listener.reset(token)
+
+
+def quiet_third_party() -> None:
+    """``-q``: silence the libraries' own progress bars, log lines and warnings too (Hugging Face's loading bars,
+    transformers' advisories), not only ours. Set before those libraries load; a variable the user set wins."""
+    import os
+    import warnings
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"(transformers|torch|huggingface_hub)\b")

@@ -2,15 +2,19 @@
 
 Every index is built into a temporary sibling directory (or file) and renamed into place only
 when complete; a killed build leaves at most a ``*.tmp-*`` directory that the next build removes.
+Builders of the same index take turns under a lock (:func:`build_lock`), and an index is checked
+against the checksum recorded when it was built before it is read (:func:`require_intact`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -19,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 import platformdirs
 
-from grasp.errors import FormatError
+from grasp.errors import ConfigError, FormatError, IndexCorruptError
 
 CACHE_ENV = "GRASP_CACHE_DIR"
 
@@ -28,11 +32,14 @@ def cache_root(configured: Path | str | None = None) -> Path:
     """The cache root: the configured folder if any, else ``$GRASP_CACHE_DIR`` if set, else the user's
     cache folder (``~/.cache/grasp``). The one place that resolves it."""
     if configured is not None:
-        return Path(configured).expanduser()
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("grasp", appauthor=False))
+        root, where = Path(configured).expanduser(), "the configured cache_dir"
+    elif os.environ.get(CACHE_ENV):
+        root, where = Path(os.environ[CACHE_ENV]).expanduser(), f"${CACHE_ENV}"
+    else:
+        root, where = Path(platformdirs.user_cache_dir("grasp", appauthor=False)), "the user cache folder"
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{root} ({where}) is a file, not a folder: name a folder for the index cache")
+    return root
 
 
 def stable_hash(obj: Any, length: int = 16) -> str:
@@ -61,8 +68,7 @@ def checksum(path: Path, *, exclude: frozenset[str] = frozenset()) -> str:
     named in ``exclude`` left out, e.g. the folder's own record of its checksum)."""
     path = Path(path)
     h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in exclude)
-    for p in files:
+    for p in _files(path, exclude):
         if path.is_dir():
             h.update(p.relative_to(path).as_posix().encode() + b"\0")
         with open(p, "rb") as f:
@@ -71,34 +77,147 @@ def checksum(path: Path, *, exclude: frozenset[str] = frozenset()) -> str:
     return h.hexdigest()
 
 
+def _files(path: Path, exclude: frozenset[str] = frozenset()) -> list[Path]:
+    return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in exclude)
+
+
+def _stat_signature(path: Path, exclude: frozenset[str]) -> list[list]:
+    """What changes whenever a file's bytes do: size, modification and status-change times, inode (a write, a copy
+    or a rename all move the status-change time, which no user program can set back)."""
+    out = []
+    for p in _files(path, exclude):
+        st = p.stat()
+        out.append([p.relative_to(path).as_posix() if path.is_dir() else p.name, st.st_size, st.st_mtime_ns,
+                    st.st_ctime_ns, st.st_ino])
+    return out
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.verified"
+
+
+def holds(path: Path, recorded: str, *, exclude: frozenset[str] = frozenset()) -> bool:
+    """Whether a built index (file or folder) still has the sha256 recorded when it was built. The full hash runs
+    only when the files' stat signature differs from the one of the last verification that held (a stamp beside
+    the index, skipped where the cache is read-only), so a process start costs a few ``stat`` calls, and any write
+    to the index since is caught."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    stamp = _stamp_path(path)
+    signature = _stat_signature(path, exclude)
+    try:
+        if json.loads(stamp.read_text(encoding="utf-8")) == {"sha256": recorded, "stat": signature}:
+            return True
+    except (OSError, ValueError):
+        pass
+    if checksum(path, exclude=exclude) != recorded:
+        return False
+    try:
+        write_json(stamp, {"sha256": recorded, "stat": signature})
+    except ConfigError:
+        pass  # a read-only cache: verified again at the next start
+    return True
+
+
+def recorded_sha256(record: Path) -> str | None:
+    """The ``sha256`` a JSON record beside an index holds; None where there is no record (built before checksums were
+    recorded) or it names none. An unreadable record is a damaged index."""
+    if not record.exists():
+        return None
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise IndexCorruptError(f"{record}: unreadable ({e}); delete it and its index to rebuild") from None
+    return meta.get("sha256") if isinstance(meta, dict) else None
+
+
+def require_intact(path: Path, recorded: str | None, what: str, *, exclude: frozenset[str] = frozenset()) -> None:
+    """Refuse (:class:`IndexCorruptError`) an index whose bytes differ from those recorded when it was built."""
+    if recorded is not None and not holds(path, recorded, exclude=exclude):
+        raise IndexCorruptError(f"{path}: the {what} changed since it was built (its sha256 differs from the one "
+                                f"recorded); delete it (rm -r '{path}') and the next run rebuilds it")
+
+
 def _clear_stale(target: Path) -> None:
     for stale in target.parent.glob(f".{target.name}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+
+
+_lock_guard = threading.Lock()
+_thread_locks: dict[str, threading.RLock] = {}
+_lock_depth: dict[str, tuple[int, int | None]] = {}  # path -> (depth, file descriptor holding the flock)
+
+
+@contextmanager
+def build_lock(target: Path) -> Iterator[None]:
+    """Hold the build lock of one index (file or folder) against other processes and threads: two builders of the
+    same index take turns, and the second, checking again under the lock, finds the first one's result and reuses
+    it. Re-entrant within a thread. Where the cache cannot be written there is nothing to lock (a build there fails
+    with its own message)."""
+    target = Path(target)
+    key = str(target.absolute())
+    with _lock_guard:
+        rlock = _thread_locks.setdefault(key, threading.RLock())
+    with rlock:
+        depth, fd = _lock_depth.get(key, (0, None))
+        if depth == 0:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(target.parent / f".{target.name}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                fd = None
+        _lock_depth[key] = (depth + 1, fd)
+        try:
+            yield
+        finally:
+            depth, fd = _lock_depth.pop(key)
+            if depth > 1:
+                _lock_depth[key] = (depth - 1, fd)
+            elif fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+
+@contextmanager
+def writable(target: Path) -> Iterator[None]:
+    """Turn a folder that cannot be written (read-only file system, no permission, a file in the way) into one line
+    naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise ConfigError(f"cannot write {target} ({e.strerror or e}): make {target.parent} writable, or build into "
+                          "another folder (--cache-dir, $GRASP_CACHE_DIR, or the output path given)") from None
 
 
 @contextmanager
 def atomic_dir(target: Path) -> Iterator[Path]:
     """Yield a temporary directory that replaces ``target`` only if the block completes."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _clear_stale(target)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        yield tmp
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    with writable(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(target):  # another builder's temporary folder is never taken for a stale one
+        with writable(target):
+            _clear_stale(target)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            yield tmp
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
 def atomic_file(target: Path, mode: str = "w", **kwargs: Any) -> Iterator[Any]:
     """Open a temporary file that replaces ``target`` only if the block completes."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    with writable(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -182,3 +182,70 @@ def test_search_says_what_it_is_doing(toy_dir, cache_dir, capsys):
     assert "…" not in captured.out
     main(["-q", "search", "sodium channel", "--skb", str(toy_dir), "-k", "2"])
     assert "…" not in capsys.readouterr().err
+
+
+def grasp_bytes(*args: bytes | str, env=None):
+    """The CLI with raw bytes on its command line (a terminal can pass bytes that are not UTF-8)."""
+    argv = [a if isinstance(a, bytes) else a.encode() for a in args]
+    p = subprocess.run([sys.executable.encode(), b"-m", b"grasp.cli", *argv], capture_output=True, env=env, timeout=600)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [b"search", b"plan"])
+def test_a_query_that_is_not_utf8_is_refused_before_anything_loads(command, toy_dir, cache_dir):
+    code, _, err = grasp_bytes(b"-q", command, b"yaml \xff parser", b"--skb", str(toy_dir).encode())
+    assert code == 2 and err.strip() == "error: query is not valid UTF-8 text (undecodable bytes or a lone surrogate)"
+    assert not cache_dir.exists()  # refused before any index was opened
+
+
+def test_quiet_search_of_an_empty_query_prints_one_line(toy_dir, cache_dir):
+    """`-q` silences the libraries' loading bars and warnings too; the query is checked before any model loads."""
+    code, out, err = grasp("-q", "search", "", "--skb", str(toy_dir))
+    assert (code, out, err) == (2, "", "error: query is empty\n")
+
+
+def test_cache_dir_naming_a_file(toy_dir, tmp_path):
+    import os
+
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("x")
+    code, _, err = grasp("-q", "info", "--skb", str(toy_dir), env={**os.environ, "GRASP_CACHE_DIR": str(a_file)})
+    assert code == 2 and err.strip() == f"error: {a_file} ($GRASP_CACHE_DIR) is a file, not a folder: name a folder " \
+                                         "for the index cache"
+
+
+def test_plans_import_of_a_file_that_is_not_utf8(toy_dir, tmp_path, cache_dir):
+    plans = tmp_path / "plans.jsonl"
+    plans.write_bytes(b'{"query": "sodium \xff", "plan": {}}\n')
+    code, _, err = grasp("-q", "plans", "import", str(plans), "--skb", str(toy_dir))
+    assert code == 2 and err.strip() == f"error: {plans}:1: not UTF-8 text (byte 0xff at column 19); save the file as UTF-8"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["plan", "sodium", "-k", "1000000000"], "1000000000 is not in the range 1<=x<=100"),
+    (["eval", "--method", "bm25", "-k", "1000000000"], "1000000000 is not in the range 1<=x<=1000"),
+    (["eval", "--method", "bm25", "--queries", "{nul}"], "queries.jsonl:1: field 'query': query contains a NUL"),
+    (["eval", "--method", "bm25", "--queries", "{long}"], "field 'query': query is 10000 characters long"),
+])
+def test_eval_and_plan_refuse_what_search_refuses(args, message, toy_dir, tmp_path, cache_dir):
+    (tmp_path / "nul").mkdir()
+    (tmp_path / "nul" / "queries.jsonl").write_text(json.dumps({"id": 1, "query": "a\u0000b", "answer_ids": [0]}) + "\n")
+    (tmp_path / "long.jsonl").write_text(json.dumps({"id": 1, "query": "x" * 10000, "answer_ids": [0]}) + "\n")
+    args = [a.replace("{nul}", str(tmp_path / "nul" / "queries.jsonl")).replace("{long}", str(tmp_path / "long.jsonl"))
+            for a in args]
+    code, _, err = grasp("-q", *args[:1], *args[1:], "--skb", str(toy_dir))
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_serve_on_a_taken_port_fails_before_claiming_to_serve(toy_dir, cache_dir):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = grasp("-q", "serve", "--skb", str(toy_dir), "--port", str(port))
+    assert code == 2 and "serving" not in out
+    assert err.strip() == f"error: cannot listen on 127.0.0.1:{port} (Address already in use): another process holds " \
+                          "the port; pick another with --port"
+    assert not cache_dir.exists()  # nothing loaded

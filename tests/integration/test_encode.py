@@ -135,7 +135,7 @@ def test_corrupt_embedding_file_is_reported(tmp_path):
     store.get("x", {"k": 1}, np.arange(3), lambda i: str(i), enc, progress=False)
     path = next(tmp_path.glob("x-*.npy"))
     path.write_bytes(b"garbage")
-    with pytest.raises(IndexCorruptError, match="delete it to rebuild"):
+    with pytest.raises(IndexCorruptError, match="embedding matrix changed since it was built"):
         store.get("x", {"k": 1}, np.arange(3), lambda i: str(i), enc, progress=False)
 
 

@@ -48,10 +48,20 @@ def test_health_schema_docs_and_page(client):
     ({"query": "sodium", "k": "many"}, 422, "k: Input should be a valid integer"),
     ({"k": 3}, 422, "query: Field required"),
     ({"query": ["a", "list"]}, 422, "query: Input should be a valid string"),
+    ({"query": "sodium", "k": "5"}, 422, "k: Input should be a valid integer"),      # strict: never coerced
+    ({"query": "sodium", "k": True}, 422, "k: Input should be a valid integer"),
+    ({"query": "sodium", "k": 2.0}, 422, "k: Input should be a valid integer"),
+    ({"query": "sodium", "explain": "yes"}, 422, "explain: Input should be a valid boolean"),
+    ({"query": "sodium", "method": "bm25"}, 422, "method: Extra inputs are not permitted"),  # unknown: refused
 ])
 def test_bad_requests_say_what_is_wrong(client, payload, status, detail):
     r = client.post("/search", json=payload)
     assert r.status_code == status and detail in r.json()["detail"]
+
+
+def test_a_lone_surrogate_escape_is_refused(client):
+    r = client.post("/search", content=b'{"query": "sodium \\ud800 channel"}', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("query: ")
 
 
 def test_malformed_and_binary_bodies(client):
@@ -59,6 +69,22 @@ def test_malformed_and_binary_bodies(client):
     assert r.status_code == 422 and "JSON" in r.json()["detail"]
     r = client.post("/search", content=b'{"query": "\xff\xfe binary"}', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["detail"]  # not UTF-8: refused before parsing
+
+
+def test_a_body_past_the_limit_gets_413_before_it_is_read(client):
+    limit = 65536
+    r = client.post("/search", content=b'{"query": "' + b"x" * (limit + 10) + b'"}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "service.max_body_bytes" in r.json()["detail"]
+
+    def chunks():  # no declared length: counted as it arrives
+        yield b'{"query": "'
+        for _ in range(100):
+            yield b"x" * 1024
+        yield b'"}'
+    r = client.post("/search", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "service.max_body_bytes" in r.json()["detail"]
+    assert client.post("/search", json={"query": "sodium", "k": 1}).status_code == 200
 
 
 def test_no_request_can_write(client, prepared_toy):

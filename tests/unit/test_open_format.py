@@ -146,3 +146,73 @@ def test_writer_is_atomic(tmp_path, toy_skb, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == before
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
     assert read_skb(out).num_nodes == toy_skb.num_nodes
+
+
+def _bytes_of(path) -> bytes:
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["nodes.jsonl.gz", "edges.tsv.gz"])
+def test_truncated_gzip_is_named_not_an_abort(tmp_path, name):
+    """A cut-off download: one error naming the file, not click's 'aborted' (an EOFError) or a zlib traceback."""
+    toy = write_toy(tmp_path / "toy", gzip=True)
+    path = toy / name
+    data = _bytes_of(path)
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FormatError, match=rf"{name}:\d+: damaged or truncated gzip file"):
+        read_skb(toy)
+
+
+def test_damaged_gzip_stream_is_named(tmp_path):
+    toy = write_toy(tmp_path / "toy", gzip=True)
+    path = toy / "nodes.jsonl.gz"
+    data = bytearray(_bytes_of(path))
+    data[20:40] = b"\xff" * 20
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match=r"nodes.jsonl.gz:\d+: damaged or truncated gzip file"):
+        read_skb(toy)
+
+
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+def test_invalid_utf8_names_the_line(tmp_path, gzip):
+    nodes = [json.dumps(n) for n in NODES]
+    toy = write_toy(tmp_path / "toy", nodes=nodes, gzip=gzip)
+    import gzip as gz
+
+    name = "nodes.jsonl.gz" if gzip else "nodes.jsonl"
+    lines = (nodes[:2] + [nodes[2].replace("KCNQ2", "KCNQ\udcff")] + nodes[3:])
+    raw = "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n"
+    (toy / name).write_bytes(gz.compress(raw) if gzip else raw)
+    with pytest.raises(FormatError, match=rf"{name}:3: not UTF-8 text \(byte 0xff"):
+        read_skb(toy)
+
+
+def test_invalid_utf8_in_queries_and_schema(tmp_path):
+    from grasp.skb import read_queries
+
+    toy = write_toy(tmp_path / "toy")
+    q = toy / "qa" / "queries.jsonl"
+    q.write_bytes(b'{"id": 1, "query": "ok", "answer_ids": [0]}\n{"id": 2, "query": "caf\xe9", "answer_ids": [0]}\n')
+    with pytest.raises(FormatError, match=r"queries.jsonl:2: not UTF-8 text \(byte 0xe9 at column 24\)"):
+        read_queries(q)
+    (toy / "schema.json").write_bytes((toy / "schema.json").read_bytes() + b"\xff")
+    with pytest.raises(FormatError, match=r"schema.json: not UTF-8 text"):
+        read_skb(toy)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("a\u0000b", "NUL character"),
+    ("x" * 2001, "2001 characters long; the limit is 2000"),
+    ("a \ud800 b", "not valid UTF-8 text"),        # a lone surrogate (a JSON escape can carry one)
+    ("   ", "query is empty"),
+])
+def test_queries_file_refuses_what_search_refuses(tmp_path, text, problem):
+    """One validator for every entry point: a query `grasp search` refuses is refused in a queries file too,
+    naming the line."""
+    from grasp.skb import read_queries
+
+    q = tmp_path / "queries.jsonl"
+    q.write_text('{"id": 1, "query": "fine", "answer_ids": [0]}\n'
+                 + json.dumps({"id": 2, "query": text, "answer_ids": [0]}) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"queries.jsonl:2: field 'query': .*{problem}"):
+        read_queries(q)

@@ -6,6 +6,7 @@ the problem and exit with status 2; no traceback.
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import click
 from grasp.cli import data, demo, plans, search, synth, train
 from grasp.config import load_config
 from grasp.errors import GraspError
+from grasp.progress import quiet_third_party
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +28,8 @@ from grasp.errors import GraspError
 @click.pass_context
 def cli(ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...], cache_dir: Path | None, quiet: bool) -> None:
     """GRASP: hybrid graph + text retrieval over semi-structured knowledge bases."""
+    if quiet:
+        quiet_third_party()
     config = load_config(config_file, overrides)
     if cache_dir is not None:
         config = config.model_copy(update={"cache_dir": cache_dir})
@@ -37,6 +41,9 @@ for _command in (search.eval_cmd, search.search, search.plan_cmd, search.serve, 
                  plans.plans, plans.fetch, synth.synthesize, train.prepare, train.train_group, train.tune_group, train.report,
                  data.data):
     cli.add_command(_command)
+
+
+_CANNOT_WRITE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,6 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except OSError as e:
+        if e.errno not in _CANNOT_WRITE:
+            raise
+        click.echo(f"error: cannot write {e.filename or ''} ({e.strerror}): free space or make it writable, or "
+                   "point --cache-dir / $GRASP_CACHE_DIR elsewhere", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

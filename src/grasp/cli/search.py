@@ -21,6 +21,7 @@ from grasp.cli.common import (
     workspace,
 )
 from grasp.errors import GraspError
+from grasp.inputs import MAX_DEPTH, MAX_K, check_query
 from grasp.packaged import DEMO_SKB
 
 
@@ -31,7 +32,7 @@ from grasp.packaged import DEMO_SKB
 @click.option("--split", help="Keep only queries of this split (any name: train, val, test, heldout, ...).")
 @click.option("--method", required=True, type=method_choice(), help="Retriever to evaluate.")
 @click.option("--limit", type=click.IntRange(min=1), help="Keep the first N queries of the selection, in file order.")
-@click.option("-k", "--k", "k", type=click.IntRange(min=1), help="Results per query (default: search.depth, 100).")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_DEPTH), help="Results per query (default: search.depth, 100).")
 @click.option("--output-json", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON.")
 @click.option("--run-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the run as a TREC run file.")
 @click.option("--report-md", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as a markdown table.")
@@ -63,14 +64,14 @@ def eval_cmd(ctx, skb_dir, stark_dataset, queries_file, split, method, limit, k,
 @stark_option
 @click.option("--method", default="auto", show_default=True, type=method_choice(auto=True),
               help="auto: the method with the trained reranker (grasp) where there is one, else grasp-zs (untuned parts on their defaults), as the API and serve.")
-@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_K))
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON lines.")
 @click.option("--explain", is_flag=True, help="Also print each stage's trace (plan, Cypher, fusion weights, ...) as JSON.")
 @click.pass_context
 def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     """Answer one QUERY and print the ranked nodes (through the Python API's Searcher: the same method choice,
     query checks and explanation)."""
-    from grasp.api import Searcher, check_query
+    from grasp.api import Searcher
     from grasp.plan.build import degrade_missing_planner
 
     check_query(query)  # bad input is refused before any model loads
@@ -103,15 +104,17 @@ def serve(ctx, skb_dir, stark_dataset, method, host, port):
     import uvicorn
 
     from grasp.api import Searcher
-    from grasp.service import create_app
+    from grasp.service import create_app, listen
 
+    sock = listen(host, port)  # the port is ours before anything loads, and never claimed when it is taken
     searcher = Searcher.open(skb_dir, method=method, config=config_of(ctx), stark_dataset=stark_dataset,
                              progress=ctx.obj["progress"])
     for note in searcher.notes:
         click.echo(f"note: {note}")
     searcher.search("warm up", k=1)  # load every model and index before the first request
     click.echo(f"serving {searcher.skb.schema.name} with method {searcher.method} on http://{host}:{port}/")
-    uvicorn.run(create_app(searcher), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(create_app(searcher), log_level="warning"))
+    server.run(sockets=[sock])
 
 
 @click.command()
@@ -173,13 +176,14 @@ def info(ctx, skb_dir, stark_dataset, verify):
 @click.argument("query")
 @skb_option
 @stark_option
-@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_K))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole trace as JSON.")
 @click.pass_context
 def plan_cmd(ctx, query, skb_dir, stark_dataset, k, as_json):
     """Plan one QUERY and run Stage 1: prints the plan, bindings, Cypher, n_cand and the top results."""
     from grasp.results import Query
 
+    query = check_query(query)  # bad input is refused before any model loads
     ws = workspace(ctx, skb_dir, stark_dataset)
     with stage_printer(ctx):
         ranking = methods.retriever(ws, "graph").search_query(Query("q", query), k)

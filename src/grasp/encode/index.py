@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp.errors import ConfigError
+from grasp.errors import ConfigError, IndexCorruptError
 
 
 class VectorIndex(ABC):
@@ -107,15 +107,23 @@ class FaissIndex(VectorIndex):
             raise ConfigError("vector_index.backend 'faiss' needs faiss: pip install 'grasp-retrieval[faiss]'") from None
         self.ids = np.asarray(ids, dtype=np.int64)
         if path is not None and path.exists():
-            self._index = faiss.read_index(str(path))
+            from grasp.storage import recorded_sha256, require_intact
+
+            require_intact(path, recorded_sha256(path.with_suffix(".json")), "HNSW index")
+            try:
+                self._index = faiss.read_index(str(path))
+            except RuntimeError as e:
+                raise IndexCorruptError(f"{path}: unreadable HNSW index ({e}); delete it to rebuild") from None
         else:
             self._index = faiss.IndexHNSWFlat(vectors.shape[1], m, faiss.METRIC_INNER_PRODUCT)
             self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
             if path is not None:
-                from grasp.storage import atomic_file
+                from grasp.storage import atomic_file, checksum, write_json
 
                 with atomic_file(path, "wb") as f:
                     f.write(faiss.serialize_index(self._index).tobytes())
+                write_json(path.with_suffix(".json"), {"shape": [self._index.ntotal, vectors.shape[1]],
+                                                       "dtype": "hnsw", "sha256": checksum(path)})
         self._index.hnsw.efSearch = max(ef_search, 1)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

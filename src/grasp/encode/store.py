@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from grasp.encode.encoder import Encoder
 from grasp.errors import IndexCorruptError
-from grasp.storage import atomic_file, checksum, stable_hash, write_json
+from grasp.storage import atomic_file, build_lock, checksum, recorded_sha256, require_intact, stable_hash, writable, write_json
 
 
 class EmbeddingStore:
@@ -54,12 +54,14 @@ class EmbeddingStore:
         """The (len(node_ids), dim) matrix for these nodes, built if missing (memory-mapped)."""
         key = self._full_key(key, node_ids, encoder)
         path = self.path_for(name, key)
-        if path.exists():
-            return self._load(path, len(node_ids), encoder.dim)
-        self._build(path, key, node_ids, text_of, encoder, progress, name)
+        if not path.exists():
+            with build_lock(path):
+                if not path.exists():
+                    self._build(path, key, node_ids, text_of, encoder, progress, name)
         return self._load(path, len(node_ids), encoder.dim)
 
     def _load(self, path: Path, n: int, dim: int) -> np.ndarray:
+        require_intact(path, recorded_sha256(path.with_suffix(".json")), "embedding matrix")
         try:
             arr = np.load(path, mmap_mode="r")
         except (ValueError, OSError) as e:
@@ -71,7 +73,8 @@ class EmbeddingStore:
     def _build(self, path: Path, key: dict, node_ids: Sequence[int], text_of: Callable[[int], str],
                encoder: Encoder, progress: bool, name: str) -> None:
         partial = path.with_suffix(".partial")
-        partial.mkdir(parents=True, exist_ok=True)
+        with writable(partial):
+            partial.mkdir(parents=True, exist_ok=True)
         meta_path = partial / "key.json"
         if meta_path.exists() and json.loads(meta_path.read_text()) != json.loads(json.dumps(key, default=str)):
             shutil.rmtree(partial)

@@ -21,7 +21,12 @@ from grasp.errors import ConfigError, GraspError, IndexCorruptError
 from grasp.graph.compiler import CompiledQuery, CypherNames, assert_read_only
 from grasp.graph.engine import CypherBackend
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_dir, checksum
+from grasp.storage import atomic_dir, build_lock, checksum, require_intact, write_json
+
+
+def _string_literal(path: Path) -> str:
+    """A file path as a Cypher string literal (backslashes and quotes escaped): cache paths may hold ``'``."""
+    return "'" + path.as_posix().replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
@@ -95,14 +100,26 @@ class KuzuBackend(CypherBackend):
             raise ConfigError(f"the {self.name} graph backend needs {self.MODULE}: pip install '{self.PIN}'") from None
         self.names = CypherNames(skb.schema)
         self.path = Path(root) / f"{self.name}-v{self.FORMAT}"
-        if not (self.path / "complete.json").exists():
-            self._build(skb, kuzu, buffer_pool_mb)
+        with build_lock(self.path):
+            if not (self.path / "complete.json").exists():
+                self._build(skb, kuzu, buffer_pool_mb)
+        meta = self._check_intact()
         try:
             self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20,
                                      max_db_size=self.MAX_DB_SIZE)
             self._conn = kuzu.Connection(self._db)
-        except RuntimeError as e:
-            raise IndexCorruptError(f"{self.path}: cannot open the {self.TITLE} database ({e}); delete it to rebuild") from None
+            nodes = self._conn.execute("MATCH (n) RETURN count(*)").get_next()[0]
+        except (RuntimeError, MemoryError) as e:
+            raise IndexCorruptError(f"{self.path}: cannot open the {self.TITLE} database ({e}); delete it (rm -r "
+                                    f"'{self.path}') and the next run rebuilds it") from None
+        if nodes != skb.num_nodes:
+            raise IndexCorruptError(f"{self.path}: the {self.TITLE} database holds {nodes} nodes, the SKB {skb.num_nodes}; "
+                                    f"delete it (rm -r '{self.path}') and the next run rebuilds it")
+        if "db_sha256" not in meta:  # built before its files' checksum was recorded, and sound: recorded now
+            try:
+                write_json(self.path / "complete.json", {**meta, "db_sha256": checksum(self.path / "db")})
+            except ConfigError:
+                pass  # a read-only cache
         atexit.register(self.close)
 
     def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:
@@ -121,7 +138,7 @@ class KuzuBackend(CypherBackend):
                     for i in ids.tolist():
                         w.writerow([i, skb.names[i]])
                 if ids.size:  # RFC 4180 quoting; names may hold newlines, which Kùzu reads only serially
-                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' (header=false, parallel=false, escape='\"')")
+                    conn.execute(f"COPY {ident} FROM {_string_literal(path)} (header=false, parallel=false, escape='\"')")
             for rel_name, ident in names.rel.items():
                 pairs = [r for r in skb.schema.relations if r.name == rel_name]
                 spec = ", ".join(f"FROM {names.label[r.source]} TO {names.label[r.target]}" for r in pairs)
@@ -136,7 +153,7 @@ class KuzuBackend(CypherBackend):
                     np.savetxt(path, np.stack([skb.edge_src[sel], skb.edge_dst[sel]], axis=1), fmt="%d", delimiter=",")
                     opts = "header=false" if len(pairs) == 1 else (
                         f"header=false, from='{names.label[r.source]}', to='{names.label[r.target]}'")
-                    conn.execute(f"COPY {ident} FROM '{path.as_posix()}' ({opts})")
+                    conn.execute(f"COPY {ident} FROM {_string_literal(path)} ({opts})")
             conn.close()
             db.close()
             load_sha256 = checksum(csv_dir)  # what was loaded (the database files themselves are not byte-stable)
@@ -145,7 +162,18 @@ class KuzuBackend(CypherBackend):
             csv_dir.rmdir()
             (tmp / "complete.json").write_text(json.dumps({"format": self.FORMAT, "skb": skb.fingerprint,
                                                            "labels": names.label, "relations": names.rel,
-                                                           "load_sha256": load_sha256}))
+                                                           "load_sha256": load_sha256,
+                                                           "db_sha256": checksum(tmp / "db")}))
+
+    def _check_intact(self) -> dict:
+        """The build record; refuses a database whose files changed since the build."""
+        record = self.path / "complete.json"
+        try:
+            meta = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise IndexCorruptError(f"{record}: unreadable ({e}); delete {self.path} to rebuild") from None
+        require_intact(self.path / "db", meta.get("db_sha256"), f"{self.TITLE} database")
+        return meta
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)
@@ -253,6 +281,16 @@ class Neo4jBackend(CypherBackend):
                           f"CREATE (a)-[:{rel}]->(b)", rows=rows).consume()
             s.run("CREATE (m:GraspMeta {fingerprint: $f})", f=skb.fingerprint).consume()
             s.run("MATCH (m:GraspLoading) DELETE m").consume()
+
+    def _check_intact(self) -> dict:
+        """The build record; refuses a database whose files changed since the build."""
+        record = self.path / "complete.json"
+        try:
+            meta = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise IndexCorruptError(f"{record}: unreadable ({e}); delete {self.path} to rebuild") from None
+        require_intact(self.path / "db", meta.get("db_sha256"), f"{self.TITLE} database")
+        return meta
 
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)

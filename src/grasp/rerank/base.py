@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from weakref import WeakKeyDictionary
 
@@ -77,22 +79,33 @@ class VectorReranker(Reranker):
 
 
 class DocumentVectorCache:
-    """Vectors of candidate texts, kept across queries: a bi-encoder's document vector does not
-    depend on the query, and the same candidates recur in many queries' pools."""
+    """Vectors of candidate texts, kept across queries: a bi-encoder's document vector does not depend on the
+    query, and the same candidates recur in many queries' pools. Least recently used first out past ``max_bytes``
+    (keyed by a digest of the text, so a long serialized candidate costs 20 bytes of key), so that a service's memory
+    stays flat however many distinct candidates its queries bring."""
 
-    def __init__(self, embed_texts, max_items: int = 200_000) -> None:
+    def __init__(self, embed_texts, max_bytes: int = 64 << 20) -> None:
         self.embed_texts = embed_texts  # list[str] -> (n, dim) float32 array
-        self.max_items = max_items
-        self._vectors: dict[str, np.ndarray] = {}
+        self.max_bytes = max_bytes
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._bytes = 0
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}
         if missing:
-            if len(self._vectors) + len(missing) > self.max_items:
-                self._vectors.clear()
-            for t, v in zip(missing, self.embed_texts(missing), strict=True):
-                self._vectors[t] = v
-        return np.stack([self._vectors[t] for t in texts])
+            for k, v in zip(missing, self.embed_texts(list(missing.values())), strict=True):
+                self._vectors[k] = v = np.asarray(v, dtype=np.float32)
+                self._bytes += v.nbytes
+        out = np.stack([self._vectors[k] for k in keys])
+        for k in keys:
+            self._vectors.move_to_end(k)
+        while self._bytes > self.max_bytes and len(self._vectors) > len(set(keys)):
+            self._bytes -= self._vectors.popitem(last=False)[1].nbytes
+        return out
+
+    def __len__(self) -> int:
+        return len(self._vectors)
 
 
 _DOCUMENT_VECTORS: WeakKeyDictionary = WeakKeyDictionary()  # document encoder -> its DocumentVectorCache

@@ -17,21 +17,23 @@ import numpy as np
 
 from grasp.config import BM25Config
 from grasp.rerank.base import Reranker
+from grasp.text.bm25 import make_tokenizer
 
 
 class LexicalReranker(Reranker):
     name = "bm25"
     pool_dependent = True
+    MAX_VOCABULARY = 200_000  # words the tokenizer keeps across calls before it starts afresh
 
     def __init__(self, config: BM25Config | None = None) -> None:
-        from grasp.text.bm25 import make_tokenizer
-
         self.config = config or BM25Config()
         self._tokenizer = make_tokenizer(self.config)
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
         if not documents:
             return np.zeros(0)
+        if len(self._tokenizer.word_to_id) > self.MAX_VOCABULARY:  # ids live for one call: a fresh vocabulary
+            self._tokenizer = make_tokenizer(self.config)            # scores the same, and a service stays bounded
         ids = self._tokenizer.tokenize([*documents, query], update_vocab=True, return_as="ids", show_progress=False)
         docs, terms = ids[:-1], np.unique(np.asarray(ids[-1], dtype=np.int64))
         lengths = np.array([len(d) for d in docs], dtype=np.float64)

@@ -3,36 +3,51 @@ and OpenAPI docs at ``/docs``.
 
 Requests are validated at the edge (query length, k range) and answered with a 4xx that says
 what is wrong. Nothing a request sends can change the graph or the indexes: the graph stage
-runs one parameterised, read-only Cypher query per plan, and the searcher is used under a lock
+runs one parameterised, read-only Cypher query per plan, and the searcher is used from one worker thread
 (its models and database connection are not thread-safe), so concurrent requests queue.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grasp import __version__, methods
-from grasp.api import MAX_K, MAX_QUERY_CHARS, Searcher
+from grasp.api import Searcher
+from grasp.inputs import MAX_K, MAX_QUERY_CHARS
 from grasp.errors import GraspError, InputError
+from grasp.inputs import query_problem
 from grasp.progress import listening
 
 STATIC = Path(__file__).parent / "static"
 
 
 class SearchRequest(BaseModel):
+    """Strict: a field of another JSON type (``"k": "5"``, ``"k": true``, ``"explain": "yes"``) and a field the API
+    does not know are refused (422 naming them), never coerced or ignored."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in any language")
     k: int = Field(10, ge=1, le=MAX_K, description="how many results")
     explain: bool = Field(False, description="include the plan, bindings, Cypher, fusion weights, stage ranks, timings")
+
+    @field_validator("query")
+    @classmethod
+    def _answerable(cls, text: str) -> str:
+        if (problem := query_problem(text)) is not None:
+            raise ValueError(problem)
+        return text
 
 
 class HitOut(BaseModel):
@@ -60,10 +75,45 @@ def _readable(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+class BodyLimit:
+    """ASGI middleware: a request body larger than ``limit`` bytes gets 413 before it is read whole (by its declared
+    length, or as a chunked body passes the limit)."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await JSONResponse(status_code=413, content={"detail": self.detail})(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise HTTPException(status_code=413, detail=self.detail)
+            return message
+
+        await self.app(scope, counted, send)
+
+    @property
+    def detail(self) -> str:
+        return f"request body over {self.limit} bytes (service.max_body_bytes)"
+
+
 def create_app(searcher: Searcher) -> FastAPI:
     app = FastAPI(title="GRASP retrieval", version=__version__,
                   description="Graph-planned, fused and reranked retrieval over a semi-structured knowledge base.")
-    lock = threading.Lock()
+    app.add_middleware(BodyLimit, limit=searcher.workspace.config.service.max_body_bytes)
+    # every search runs on one thread: the searcher's models and database connection are not thread-safe, so
+    # requests queue here, and one thread's allocations keep the process's memory from spreading over per-thread
+    # malloc arenas (measured in bench/service_soak.py)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grasp-search")
     started = time.time()
 
     @app.exception_handler(RequestValidationError)
@@ -79,9 +129,9 @@ def create_app(searcher: Searcher) -> FastAPI:
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     @app.post("/search", response_model=SearchResponse, response_model_exclude_none=True)
-    def search(req: SearchRequest) -> dict[str, Any]:
-        with lock:
-            result = searcher.search(req.query, req.k, explain=req.explain)
+    async def search(req: SearchRequest) -> dict[str, Any]:
+        result = await asyncio.get_running_loop().run_in_executor(
+            worker, lambda: searcher.search(req.query, req.k, explain=req.explain))
         out = result.to_dict()
         if not req.explain:
             out["explain"] = None
@@ -95,7 +145,7 @@ def create_app(searcher: Searcher) -> FastAPI:
 
         def work() -> None:
             try:
-                with lock, listening(lambda stage, message: events.put({"stage": stage, "message": message})):
+                with listening(lambda stage, message: events.put({"stage": stage, "message": message})):
                     result = searcher.search(req.query, req.k, explain=req.explain)
                 out = result.to_dict()
                 if not req.explain:
@@ -108,7 +158,7 @@ def create_app(searcher: Searcher) -> FastAPI:
             finally:
                 events.put(None)
 
-        threading.Thread(target=work, daemon=True).start()
+        worker.submit(work)
         lines = iter(events.get, None)
         return StreamingResponse((json.dumps(item, default=str) + "\n" for item in lines),
                                  media_type="application/x-ndjson")

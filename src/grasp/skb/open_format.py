@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from grasp.errors import FormatError, first_error
 from grasp.skb.graph import SKB
 from grasp.skb.schema import RelationSpec, Schema
-from grasp.skb.textio import find_data_file, iter_json_objects, open_text
+from grasp.skb.textio import find_data_file, iter_json_objects, iter_lines, open_text
 from grasp.storage import atomic_dir, file_fingerprint, stable_hash
 
 FORMAT_VERSION = 1
@@ -35,6 +35,8 @@ def read_schema(path: Path) -> Schema:
         raise FormatError("schema.json not found", file=path) from None
     except json.JSONDecodeError as e:
         raise FormatError(f"malformed JSON ({e.msg})", file=path, line=e.lineno) from None
+    except UnicodeDecodeError:
+        raise FormatError("not UTF-8 text; save the file as UTF-8", file=path) from None
     try:
         schema = Schema.model_validate(raw)
     except ValidationError as e:
@@ -65,7 +67,20 @@ def _check_field_values(fields: Any, path: Path, lineno: int) -> dict[str, Any]:
         ok = isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
         if not ok:
             raise FormatError("values must be strings or lists of strings", file=path, line=lineno, field=f"fields.{key}")
+        if not all(_encodable(v) for v in ([value] if isinstance(value, str) else value)):
+            raise FormatError(_SURROGATE, file=path, line=lineno, field=f"fields.{key}")
     return fields
+
+
+_SURROGATE = "holds a lone surrogate (a \\ud800-\\udfff escape without its pair), which is no character"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_nodes(path: Path, schema: Schema) -> tuple[np.ndarray, list[str], list[dict[str, Any]]]:
@@ -80,7 +95,7 @@ def _read_nodes(path: Path, schema: Schema) -> tuple[np.ndarray, list[str], list
             raise FormatError(f"duplicate node id {nid} (first on line {first_line[nid]})", file=path, line=lineno, field="id")
         first_line[nid] = lineno
         ntype = rec.get("type")
-        if ntype not in type_index:
+        if not isinstance(ntype, str) or ntype not in type_index:
             raise FormatError(
                 f"unknown node type {ntype!r} (schema has: {', '.join(schema.type_names)})",
                 file=path, line=lineno, field="type",
@@ -88,6 +103,8 @@ def _read_nodes(path: Path, schema: Schema) -> tuple[np.ndarray, list[str], list
         name = rec.get("name")
         if not isinstance(name, str) or not name.strip():
             raise FormatError("missing or empty name", file=path, line=lineno, field="name")
+        if not _encodable(name):
+            raise FormatError(_SURROGATE, file=path, line=lineno, field="name")
         rows[nid] = (type_index[ntype], name, _check_field_values(rec.get("fields"), path, lineno))
     n = len(rows)
     if n == 0:
@@ -110,32 +127,32 @@ def _read_edges(path: Path, schema: Schema, node_type: np.ndarray) -> tuple[np.n
     src: list[int] = []
     rel: list[int] = []
     dst: list[int] = []
-    with open_text(path) as f:
-        header = f.readline()
-        if header.rstrip("\r\n").split("\t") != ["source", "relation", "target"]:
-            raise FormatError("first line must be the header 'source<TAB>relation<TAB>target'", file=path, line=1)
-        for lineno, line in enumerate(f, 2):
-            line = line.rstrip("\r\n")
-            if not line:
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                raise FormatError(f"expected 3 tab-separated columns, got {len(parts)}", file=path, line=lineno)
-            s, r, d = parts
-            try:
-                si, di = int(s), int(d)
-            except ValueError:
-                bad = "source" if not s.strip().lstrip("-").isdigit() else "target"
-                raise FormatError("node id must be an integer", file=path, line=lineno, field=bad) from None
-            ri = rel_index.get(r)
-            if ri is None:
-                raise FormatError(f"unknown relation {r!r}", file=path, line=lineno, field="relation")
-            for end, value in (("source", si), ("target", di)):
-                if not 0 <= value < n:
-                    raise FormatError(f"edge to a missing node {value} (nodes are 0..{n - 1})", file=path, line=lineno, field=end)
-            src.append(si)
-            rel.append(ri)
-            dst.append(di)
+    for lineno, line in iter_lines(path):
+        if lineno == 1:
+            if line.rstrip("\r\n").split("\t") != ["source", "relation", "target"]:
+                raise FormatError("first line must be the header 'source<TAB>relation<TAB>target'", file=path, line=1)
+            continue
+        line = line.rstrip("\r\n")
+        if not line:
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise FormatError(f"expected 3 tab-separated columns, got {len(parts)}", file=path, line=lineno)
+        s, r, d = parts
+        try:
+            si, di = int(s), int(d)
+        except ValueError:
+            bad = "source" if not s.strip().lstrip("-").isdigit() else "target"
+            raise FormatError("node id must be an integer", file=path, line=lineno, field=bad) from None
+        ri = rel_index.get(r)
+        if ri is None:
+            raise FormatError(f"unknown relation {r!r}", file=path, line=lineno, field="relation")
+        for end, value in (("source", si), ("target", di)):
+            if not 0 <= value < n:
+                raise FormatError(f"edge to a missing node {value} (nodes are 0..{n - 1})", file=path, line=lineno, field=end)
+        src.append(si)
+        rel.append(ri)
+        dst.append(di)
     src_a = np.asarray(src, dtype=np.int32)
     rel_a = np.asarray(rel, dtype=np.int16)
     dst_a = np.asarray(dst, dtype=np.int32)
@@ -158,14 +175,12 @@ def _read_edges(path: Path, schema: Schema, node_type: np.ndarray) -> tuple[np.n
 
 def _data_line(path: Path, edge_index: int) -> int:
     """Line number of the ``edge_index``-th non-empty data line (only computed on error)."""
-    with open_text(path) as f:
-        f.readline()
-        seen = -1
-        for lineno, line in enumerate(f, 2):
-            if line.strip():
-                seen += 1
-                if seen == edge_index:
-                    return lineno
+    seen = -1
+    for lineno, line in iter_lines(path):
+        if lineno > 1 and line.strip():
+            seen += 1
+            if seen == edge_index:
+                return lineno
     return -1
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grasp.errors import FormatError
+from grasp.inputs import query_problem
 from grasp.results import Query
 from grasp.skb.graph import SKB
 from grasp.skb.textio import iter_json_objects
@@ -29,8 +30,8 @@ def read_queries(path: Path | str) -> list[Query]:
             raise FormatError(f"duplicate query id {qid} (first on line {seen[qid]})", file=path, line=lineno, field="id")
         seen[qid] = lineno
         text = rec.get("query")
-        if not isinstance(text, str) or not text.strip():
-            raise FormatError("missing or empty query text", file=path, line=lineno, field="query")
+        if (problem := query_problem(text)) is not None:
+            raise FormatError(problem, file=path, line=lineno, field="query")
         answers = rec.get("answer_ids", [])
         if not isinstance(answers, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in answers):
             raise FormatError("must be a list of integer node ids", file=path, line=lineno, field="answer_ids")

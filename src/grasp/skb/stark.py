@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from grasp.errors import FormatError
+from grasp.inputs import query_problem
 from grasp.results import Query
 from grasp.skb.graph import SKB
 from grasp.skb.schema import NodeTypeSpec, RelationSpec, Schema
@@ -307,7 +308,9 @@ def read_stark_qa(
                 raise FormatError("not a list of integer ids", file=csv_path, line=lineno, field="answer_ids")
             split = "human_generated_eval" if human_generated else split_of.get(qid)
             out_id = id_map.get(qid, qid) if id_map is not None else qid
-            queries.append(Query(out_id, row.get("query", ""), list(answers), split, None))
+            if (problem := query_problem(row.get("query"))) is not None:
+                raise FormatError(problem, file=csv_path, line=lineno, field="query")
+            queries.append(Query(out_id, row["query"], list(answers), split, None))
     return queries
 
 

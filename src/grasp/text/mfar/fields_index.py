@@ -22,11 +22,11 @@ from grasp.encode.encoder import Encoder
 from grasp.encode.index import ExactIndex
 from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
-from grasp.errors import ConfigError
+from grasp.errors import ConfigError, IndexCorruptError
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_file, stable_hash
+from grasp.storage import atomic_file, checksum, recorded_sha256, require_intact, stable_hash, write_json
 from grasp.text.bm25 import BM25Retriever
 
 
@@ -59,6 +59,29 @@ def selected_specs(skb: SKB, fields: Sequence[str] | None) -> list[FieldSpec]:
 def weight_names(specs: Sequence[FieldSpec]) -> list[str]:
     """mFAR's (scorer:field) weights in their order: every field's BM25, then every field's dense."""
     return [f"bm25:{s.name}" for s in specs] + [f"dense:{s.name}" for s in specs]
+
+
+def _load_rows(path: Path, n: int) -> np.ndarray:
+    """A field's non-empty candidate rows, refused when damaged: changed since written (where its checksum is
+    recorded), unreadable, or not row numbers below ``n``."""
+    require_intact(path, recorded_sha256(path.with_suffix(".json")), "mFAR field rows")
+    try:
+        rows = np.load(path)
+    except (OSError, ValueError, EOFError) as e:
+        raise IndexCorruptError(f"{path}: unreadable ({e}); delete it and the next run rebuilds it") from None
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or (rows.size and (rows.min() < 0 or rows.max() >= n)):
+        raise IndexCorruptError(f"{path}: not a list of candidate rows; delete it and the next run rebuilds it")
+    if not path.with_suffix(".json").exists():  # written before its checksum was recorded: recorded now
+        _record_rows(path, rows)
+    return rows
+
+
+def _record_rows(path: Path, rows: np.ndarray) -> None:
+    try:
+        write_json(path.with_suffix(".json"), {"shape": list(rows.shape), "dtype": str(rows.dtype),
+                                               "sha256": checksum(path)})
+    except ConfigError:
+        pass  # a read-only cache
 
 
 class FieldIndex:
@@ -111,7 +134,7 @@ class FieldIndex:
         built indexes renders nothing; ``found``: what the BM25 build saw (empty when the index was built
         before, and the field is then rendered once more, without holding its texts)."""
         if path.exists():
-            return np.load(path)
+            return _load_rows(path, len(self.node_ids))
         if found:
             rows = np.concatenate(found).astype(np.int64)
         else:
@@ -119,6 +142,7 @@ class FieldIndex:
                             dtype=np.int64)
         with atomic_file(path, "wb") as f:
             np.save(f, rows)
+        _record_rows(path, rows)
         return rows
 
     @staticmethod
