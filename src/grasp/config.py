@@ -123,9 +123,10 @@ class PlannerConfig(_Section):
     format: Literal["flat", "nested"] = Field(
         "nested", description="the plan the model writes: nested (a tree rooted at the target, whose grammar cannot "
         "express a malformed plan; grasp.plan.nested) or flat (anchors, hops, target: the earlier format)")
-    examples: Literal["auto", "none"] = Field(
+    examples: Literal["auto", "workspace", "none"] = Field(
         "auto", description="the worked examples the prompt shows: auto = the prompt profile's hand-written ones (bio, "
-        "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split; none: the schema alone. "
+        "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split, else those `grasp "
+        "synthesize` chose; workspace: only the last two (never the hand-written ones); none: the schema alone. "
         "The plan cache is keyed by the prompt, so plans made with examples are not replayed without them")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "

@@ -78,6 +78,24 @@ def test_the_planner_can_be_shown_no_worked_examples(tmp_path):
     assert ws.planner.builder.hash != bare.planner.builder.hash  # plans made with examples are not replayed without
 
 
+def test_the_planner_can_be_kept_from_the_hand_written_examples(tmp_path):
+    """planner.examples=workspace: the KB's own examples (drawn from its train split, or synthesized), never the
+    package's hand-written ones, so that a KB trained on synthetic queries alone is planned without labels."""
+    from grasp.plan.examples import read_examples, write_examples
+
+    config = [f"cache_dir={tmp_path}", "planner.kind=cache"]
+    ws = Workspace.open(DEMO_SKB, load_config(None, config), progress=False)
+    hand_written = ws.planner.builder.examples
+    own = Workspace(ws.skb, load_config(None, [*config, "planner.examples=workspace"]), progress=False)
+    assert own.planner.builder.examples == []  # nothing synthesized yet: the schema alone
+    write_examples(hand_written[:2], own.synth_examples_path)
+    own.reset()
+    assert own.planner.builder.examples == read_examples(own.synth_examples_path)
+    assert len(own.planner.builder.examples) == 2
+    ws.reset()
+    assert ws.planner.builder.examples == hand_written  # auto: the hand-written ones win where they exist
+
+
 def test_a_tuned_mfar_encoder_has_no_untuned_default(toy_dir, tmp_path):
     """With mfar.encoder_tuning=lora and no tuned encoder, mFAR and what builds on it cannot run (they are said not
     ready, instead of failing when built), and auto falls back to BM25."""

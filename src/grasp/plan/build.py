@@ -52,15 +52,13 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
-    synthesize` chose); none with ``none``."""
+    synthesize` chose); only the latter with ``workspace``; none with ``none``."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
-    examples = []
-    if cfg.examples == "auto":
-        examples = load_examples(profile_of(skb))
+    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" else []
+    if not examples and cfg.examples != "none":
         found = next((path for path in examples_files if path.exists()), None)
-        if not examples and found is not None:
-            examples = read_examples(found)
+        examples = read_examples(found) if found is not None else []
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
                    grammar=cfg.grammar,
                    retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
