@@ -36,6 +36,7 @@ from grasp.plan.build import degrade_missing_planner
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.workspace import Workspace
 
+
 @dataclass
 class Hit:
     """One ranked node."""
@@ -141,6 +142,13 @@ class Searcher:
                                for i, (t, nt) in enumerate(s.node_types.items())},
                 "relations": [{"name": r.name, "source": r.source, "target": r.target} for r in s.relations],
                 "method": self.method, "nodes": len(self.skb.names)}
+
+    def document(self, node_id: int) -> str:
+        """A node's document: its name, type and fields as the KB's layout renders them (what the text retrievers
+        read)."""
+        if isinstance(node_id, bool) or not isinstance(node_id, int) or not 0 <= node_id < self.skb.num_nodes:
+            raise InputError(f"node id must be an integer from 0 to {self.skb.num_nodes - 1}, not {node_id!r}")
+        return self.workspace.layout.document(self.skb, node_id)
 
     def search(self, query: str, k: int = 10, *, explain: bool = True, qid: str = "q") -> SearchResult:
         return self.batch_search([Query(qid, check_query(query))], k, explain=explain)[0]

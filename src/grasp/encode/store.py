@@ -19,7 +19,16 @@ from tqdm.auto import tqdm
 
 from grasp.encode.encoder import Encoder
 from grasp.errors import IndexCorruptError
-from grasp.storage import atomic_file, build_lock, checksum, recorded_sha256, require_intact, stable_hash, writable, write_json
+from grasp.storage import (
+    atomic_file,
+    build_lock,
+    checksum,
+    recorded_sha256,
+    require_intact,
+    stable_hash,
+    writable,
+    write_json,
+)
 
 
 class EmbeddingStore:

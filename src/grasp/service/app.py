@@ -24,9 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grasp import __version__, methods
 from grasp.api import Searcher
-from grasp.inputs import MAX_K, MAX_QUERY_CHARS
 from grasp.errors import GraspError, InputError
-from grasp.inputs import query_problem
+from grasp.inputs import MAX_K, MAX_QUERY_CHARS, query_problem
 from grasp.progress import listening
 
 STATIC = Path(__file__).parent / "static"
