@@ -20,7 +20,7 @@ def test_demo_runs_the_full_pipeline(capsys):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6 and cells[1] == "62":
             rows[cells[0]] = {"hit@1": float(cells[2]), "hit@5": float(cells[3]), "mrr": float(cells[5])}
-    # floors one query (1.6 points) under the measurement of the 62 test queries (session 15: the 15-section slice,
+    # floors one query (1.6 points) under the measurement of the 62 test queries (the 15-section slice,
     # pkg's settings tuned by cross-validation on its 300 validation queries, the zero-shot one with BM25 over the
     # pool, the trained one over grasp-zs): a regression of two queries in any stage, or the shipped plans no
     # longer hitting (every query no_trade), fails here
