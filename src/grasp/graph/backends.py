@@ -282,16 +282,6 @@ class Neo4jBackend(CypherBackend):
             s.run("CREATE (m:GraspMeta {fingerprint: $f})", f=skb.fingerprint).consume()
             s.run("MATCH (m:GraspLoading) DELETE m").consume()
 
-    def _check_intact(self) -> dict:
-        """The build record; refuses a database whose files changed since the build."""
-        record = self.path / "complete.json"
-        try:
-            meta = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise IndexCorruptError(f"{record}: unreadable ({e}); delete {self.path} to rebuild") from None
-        require_intact(self.path / "db", meta.get("db_sha256"), f"{self.TITLE} database")
-        return meta
-
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)
 
