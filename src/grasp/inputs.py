@@ -37,8 +37,8 @@ def check_query(text: Any) -> str:
     return text.strip()
 
 
-def check_k(k: Any, limit: int = MAX_K, name: str = "k") -> int:
-    """A result depth: an integer (not a bool, not a string) from 1 to ``limit``."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limit:
-        raise InputError(f"{name} must be an integer from 1 to {limit}, not {k!r}")
+def check_k(k: Any) -> int:
+    """A result depth: an integer (not a bool, not a string) from 1 to ``MAX_K``."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InputError(f"k must be an integer from 1 to {MAX_K}, not {k!r}")
     return k

@@ -113,10 +113,7 @@ def holds(path: Path, recorded: str, *, exclude: frozenset[str] = frozenset()) -
         pass
     if checksum(path, exclude=exclude) != recorded:
         return False
-    try:
-        write_json(stamp, {"sha256": recorded, "stat": signature})
-    except ConfigError:
-        pass  # a read-only cache: verified again at the next start
+    write_json_if_writable(stamp, {"sha256": recorded, "stat": signature})  # read-only: checked again next start
     return True
 
 
@@ -233,6 +230,15 @@ def write_json(path: Path, obj: Any) -> None:
     with atomic_file(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+def write_json_if_writable(path: Path, obj: Any) -> None:
+    """Write a record that only saves work later (a verification stamp, a checksum recorded late): skipped where
+    the cache is read-only."""
+    try:
+        write_json(path, obj)
+    except ConfigError:
+        pass
 
 
 S = TypeVar("S", bound="Setting")

@@ -21,7 +21,7 @@ from grasp.errors import ConfigError, GraspError, IndexCorruptError
 from grasp.graph.compiler import CompiledQuery, CypherNames, assert_read_only
 from grasp.graph.engine import CypherBackend
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_dir, build_lock, checksum, require_intact, write_json
+from grasp.storage import atomic_dir, build_lock, checksum, require_intact, write_json_if_writable
 
 
 def _string_literal(path: Path) -> str:
@@ -116,10 +116,7 @@ class KuzuBackend(CypherBackend):
             raise IndexCorruptError(f"{self.path}: the {self.TITLE} database holds {nodes} nodes, the SKB {skb.num_nodes}; "
                                     f"delete it (rm -r '{self.path}') and the next run rebuilds it")
         if "db_sha256" not in meta:  # built before its files' checksum was recorded, and sound: recorded now
-            try:
-                write_json(self.path / "complete.json", {**meta, "db_sha256": checksum(self.path / "db")})
-            except ConfigError:
-                pass  # a read-only cache
+            write_json_if_writable(self.path / "complete.json", {**meta, "db_sha256": checksum(self.path / "db")})
         atexit.register(self.close)
 
     def _build(self, skb: SKB, kuzu, buffer_pool_mb: int) -> None:

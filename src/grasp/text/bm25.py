@@ -17,7 +17,7 @@ from grasp.results import Query, Ranking, Run
 from grasp.retriever import Retriever
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_dir, build_lock, checksum, require_intact, stable_hash
+from grasp.storage import atomic_dir, build_lock, checksum, recorded_sha256, require_intact, stable_hash
 
 
 def make_tokenizer(config: BM25Config):
@@ -137,11 +137,8 @@ class BM25Retriever(Retriever):
         with build_lock(self.index_dir):
             if not (self.index_dir / "complete.json").exists():
                 self._build(layout, key, progress, on_chunk)
-        try:
-            recorded = json.loads((self.index_dir / "complete.json").read_text(encoding="utf-8")).get("sha256")
-        except (OSError, ValueError, AttributeError) as e:
-            raise IndexCorruptError(f"{self.index_dir}: unreadable complete.json ({e}); delete the folder to rebuild") from None
-        require_intact(self.index_dir, recorded, "BM25 index", exclude=frozenset({"complete.json"}))
+        require_intact(self.index_dir, recorded_sha256(self.index_dir / "complete.json"), "BM25 index",
+                       exclude=frozenset({"complete.json"}))
         try:
             self.model = bm25s.BM25.load(str(self.index_dir / "model"), mmap=True)  # pages read on demand
             self.tokenizer.load_vocab(str(self.index_dir))

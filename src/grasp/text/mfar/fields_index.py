@@ -26,7 +26,14 @@ from grasp.errors import ConfigError, IndexCorruptError
 from grasp.skb.documents import DocumentLayout
 from grasp.skb.fields import FieldSpec, field_specs, field_text
 from grasp.skb.graph import SKB
-from grasp.storage import atomic_file, checksum, recorded_sha256, require_intact, stable_hash, write_json
+from grasp.storage import (
+    atomic_file,
+    checksum,
+    recorded_sha256,
+    require_intact,
+    stable_hash,
+    write_json_if_writable,
+)
 from grasp.text.bm25 import BM25Retriever
 
 
@@ -77,11 +84,8 @@ def _load_rows(path: Path, n: int) -> np.ndarray:
 
 
 def _record_rows(path: Path, rows: np.ndarray) -> None:
-    try:
-        write_json(path.with_suffix(".json"), {"shape": list(rows.shape), "dtype": str(rows.dtype),
-                                               "sha256": checksum(path)})
-    except ConfigError:
-        pass  # a read-only cache
+    write_json_if_writable(path.with_suffix(".json"), {"shape": list(rows.shape), "dtype": str(rows.dtype),
+                                                       "sha256": checksum(path)})
 
 
 class FieldIndex:
