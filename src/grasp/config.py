@@ -64,12 +64,23 @@ class EncoderConfig(_Section):
 class VectorIndexConfig(_Section):
     """Where node vectors are searched (anchor linking, the dense baseline, mFAR's dense fields)."""
 
-    backend: Literal["exact", "faiss"] = Field("exact", description="exact: every vector scored (two passes over "
-                                               "large types); faiss: an HNSW graph, for million-node graphs")
+    backend: Literal["exact", "faiss", "milvus"] = Field(
+        "exact", description="exact: every vector scored (two passes over large types); faiss: an HNSW graph in "
+        "process, for million-node graphs; milvus: collections in Milvus (Milvus Lite in the cache, or a server by "
+        "milvus_uri), for vectors past one machine")
     dtype: Literal["float16", "float32"] = Field("float16", description="how node vectors are stored on disk")
     chunk_rows: int = Field(65536, ge=1024, description="rows scored at a time by exact search")
-    faiss_m: int = Field(32, ge=4, description="HNSW graph degree (faiss backend)")
-    faiss_ef_search: int = Field(128, ge=8, description="HNSW search breadth (faiss backend): recall against speed")
+    faiss_m: int = Field(32, ge=4, description="HNSW graph degree (faiss backend; milvus with milvus_index=HNSW)")
+    faiss_ef_search: int = Field(128, ge=8, description="HNSW search breadth (faiss backend; milvus with "
+                                 "milvus_index=HNSW): recall against speed")
+    milvus_uri: str | None = Field(None, description="milvus backend: a server's URI (http://host:19530) or a "
+                                   "Milvus Lite folder ending in .db; default: milvus.db in the workspace's "
+                                   "embeddings folder")
+    milvus_token_env: str = Field("MILVUS_TOKEN", description="environment variable holding the Milvus token "
+                                  "(user:password or an API key), when the server asks for one")
+    milvus_index: Literal["FLAT", "HNSW", "AUTOINDEX"] = Field("HNSW", description="milvus backend: the "
+                                                             "collections' index (FLAT: exact)")
+    milvus_batch_rows: int = Field(4096, ge=1, description="milvus backend: rows inserted per request while loading")
 
 
 class BM25Config(_Section):

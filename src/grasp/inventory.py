@@ -54,7 +54,8 @@ def artifacts(ws: Workspace, *, verify: bool = False) -> list[Entry]:
 
 
 def indexes(cache_dir: Path, *, verify: bool = False) -> list[Entry]:
-    """The indexes under a workspace's cache folder: embedding matrices, BM25 indexes, graph databases."""
+    """The indexes under a workspace's cache folder: embedding matrices, BM25 indexes, graph databases, and the
+    Milvus collections loaded from them (recorded beside them)."""
     out = []
     for record in sorted(cache_dir.rglob("*.json")):
         rel = record.relative_to(cache_dir)
@@ -74,6 +75,12 @@ def indexes(cache_dir: Path, *, verify: bool = False) -> list[Entry]:
             target, label = record.parent / "db", f"graph {rel.parent}"
             detail, recorded = "graph database files", meta.get("db_sha256")
             recompute = partial(checksum, target)
+        elif "collection" in meta and "uri" in meta:
+            from grasp.encode.milvus import verify_record
+
+            target, label = record, f"milvus {meta['collection']}"
+            detail = f"{meta.get('rows')} vectors in {meta['uri']} ({meta.get('index_type')})"
+            recorded, recompute = meta.get("sha256"), lambda meta=meta: meta.get("sha256") if verify_record(meta) else ""
         elif "shape" in meta and record.with_suffix(".npy").exists():
             target = record.with_suffix(".npy")
             label = f"vectors {rel.with_suffix('')}"

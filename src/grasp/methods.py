@@ -140,7 +140,7 @@ def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = Fal
     else:
         encoder, node_vectors = ws.encoder, ws.node_vectors
     retriever = build_mfar(c.mfar, ws.skb, ws.layout, encoder, ws.cache_dir, bm25=c.bm25,
-                           node_vectors=node_vectors, dtype=c.vector_index.dtype, progress=ws.progress)
+                           node_vectors=node_vectors, vector_index=c.vector_index, progress=ws.progress)
     if trained and (path := ws.artifact(MFAR_WEIGHTS, check=mfar_expects(ws),
                                         loadable={"encoder", "layout", "dense_fields"})) is not None:
         load_weights(retriever, path)

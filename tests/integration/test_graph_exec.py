@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from grasp.errors import GraspError
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.linking import Binding, keep_top
 from grasp.graph.memory import MemoryExecutor
@@ -203,3 +204,26 @@ def test_the_two_embedded_engines_refuse_to_share_a_process(toy_skb, tmp_path):
     assert "kuzu" in sys.modules  # this module runs Kùzu
     with pytest.raises(ConfigError, match="cannot share a process"):
         LadybugBackend(toy_skb, tmp_path)
+
+
+def test_kuzu_prepares_each_query_text_once(toy_skb, tmp_path, monkeypatch):
+    """Kùzu 0.11 keeps memory behind every statement it prepares (``execute(text, params)`` prepares one), so a
+    service grew ~50 KB per graph query: the backend prepares a text once per parameter types and reuses it."""
+    from grasp.graph.backends import KuzuBackend
+    from grasp.graph.compiler import CompiledQuery
+
+    kz = KuzuBackend(toy_skb, tmp_path, buffer_pool_mb=64)
+    text = "MATCH (g:gene) WHERE g.id IN $ids RETURN g.id AS id, $w AS score"
+    first = kz.run(CompiledQuery(text, {"ids": [0, 1], "w": 0.5}))
+    statement = kz._statements[next(iter(kz._statements))]
+    again = kz.run(CompiledQuery(text, {"ids": [2, 8], "w": 0.25}))
+    assert len(kz._statements) == 1 and kz._statements[next(iter(kz._statements))] is statement
+    assert first[0].tolist() == [0, 1] and first[1].tolist() == [0.5, 0.5]
+    assert again[0].tolist() == [2, 8] and again[1].tolist() == [0.25, 0.25]  # new values, not the first ones
+    kz.run(CompiledQuery(text, {"ids": [0], "w": 1}))  # an int where a float was: a statement of its own
+    assert len(kz._statements) == 2
+    monkeypatch.setattr(KuzuBackend, "MAX_STATEMENTS", 2)
+    kz.run(CompiledQuery(text.replace("$w AS", "$w + 0.0 AS"), {"ids": [1], "w": 0.5}))
+    assert len(kz._statements) == 2  # the least recently used dropped
+    with pytest.raises(GraspError, match="rejected the compiled query"):
+        kz.run(CompiledQuery("MATCH (g:nosuchlabel) RETURN g.id AS id, 1.0 AS score", {}))

@@ -2,7 +2,8 @@
 
 :class:`ExactIndex` scans the matrix in row chunks so memory stays bounded whatever its size;
 :class:`FaissIndex` (optional, ``pip install grasp-retrieval[faiss]``) is an HNSW index for
-million-node graphs.
+million-node graphs; :class:`grasp.encode.milvus.MilvusIndex` (``[milvus]``) keeps the vectors in Milvus.
+:func:`open_index` picks the configured one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from grasp.config import VectorIndexConfig
 from grasp.errors import ConfigError, IndexCorruptError
+from grasp.storage import stable_hash
 
 
 class VectorIndex(ABC):
@@ -133,6 +136,26 @@ class FaissIndex(VectorIndex):
         valid = rows >= 0
         ids = np.where(valid, self.ids[np.clip(rows, 0, None)], -1)
         return ids, np.where(valid, scores, -np.inf).astype(np.float32)
+
+
+def open_index(vectors: np.ndarray, ids: np.ndarray, config: VectorIndexConfig, *, label: str, key: list,
+               root: Path, progress: bool = True) -> VectorIndex:
+    """The configured backend's index over these rows. ``label`` names the vector set, ``key`` is what determines
+    its vectors (an index built from other vectors is never reused); faiss files, Milvus records and the Milvus
+    Lite folder live under ``root``."""
+    if config.backend == "faiss":
+        path = root / f"faiss-{label}-{stable_hash([*key, config.faiss_m])}.index"
+        return FaissIndex(vectors, ids, path=path, m=config.faiss_m, ef_search=config.faiss_ef_search)
+    if config.backend == "milvus":
+        from grasp.encode import milvus
+
+        full_key = [*key, config.dtype, config.milvus_index, config.faiss_m]
+        return milvus.MilvusIndex(vectors, ids, uri=config.milvus_uri or str(root / "milvus.db"),
+                                  token_env=config.milvus_token_env, name=milvus.collection_name(label, full_key),
+                                  record=root / f"milvus-{label}-{stable_hash(full_key)}.json",
+                                  index_type=config.milvus_index, m=config.faiss_m, ef_search=config.faiss_ef_search,
+                                  batch_rows=config.milvus_batch_rows, progress=progress)
+    return ExactIndex(vectors, ids, chunk_rows=config.chunk_rows)
 
 
 def merge_topk(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,11 +16,10 @@ import numpy as np
 
 from grasp.config import VectorIndexConfig
 from grasp.encode.encoder import Encoder
-from grasp.encode.index import ExactIndex, FaissIndex, VectorIndex, merge_topk
+from grasp.encode.index import VectorIndex, merge_topk, open_index
 from grasp.encode.store import EmbeddingStore
 from grasp.skb.documents import DocumentLayout, name_text
 from grasp.skb.graph import SKB
-from grasp.storage import stable_hash
 
 Mode = Literal["name", "doc"]
 
@@ -58,13 +57,9 @@ class NodeVectors:
     def index(self, mode: Mode, node_type: str) -> VectorIndex:
         if (mode, node_type) not in self._indexes:
             ids, matrix = self.embeddings(mode, node_type)
-            if self.config.backend == "faiss":
-                key = [self.encoder.model_id, self.layout.key, self.skb.fingerprint, mode, node_type, self.config.faiss_m]
-                path = self.store.root / f"faiss-{mode}-{node_type.replace('/', '_')}-{stable_hash(key)}.index"
-                self._indexes[(mode, node_type)] = FaissIndex(matrix, ids, path=path, m=self.config.faiss_m,
-                                                              ef_search=self.config.faiss_ef_search)
-            else:
-                self._indexes[(mode, node_type)] = ExactIndex(matrix, ids, chunk_rows=self.config.chunk_rows)
+            key = [self.encoder.model_id, self.layout.key, self.skb.fingerprint, mode, node_type]
+            self._indexes[(mode, node_type)] = open_index(matrix, ids, self.config, label=f"{mode}-{node_type.replace('/', '_')}",
+                                                          key=key, root=self.store.root, progress=self.progress)
         return self._indexes[(mode, node_type)]
 
     def search(self, query_vectors: np.ndarray, mode: Mode, node_types: Iterable[str], k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import atexit
 import csv
 import json
+import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,13 @@ from grasp.storage import atomic_dir, build_lock, checksum, require_intact, writ
 def _string_literal(path: Path) -> str:
     """A file path as a Cypher string literal (backslashes and quotes escaped): cache paths may hold ``'``."""
     return "'" + path.as_posix().replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _type_signature(value) -> str:
+    """A parameter's type as a prepared statement binds it (a list: by its first item's type too)."""
+    if isinstance(value, (list, tuple)):
+        return f"list[{type(value[0]).__name__ if value else ''}]"
+    return type(value).__name__
 
 
 def _rows_to_arrays(rows) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +101,10 @@ class KuzuBackend(CypherBackend):
     # the address space each open database reserves (Kùzu's default, 8 TiB, lets one process hold about 15 open
     # databases before mmap fails); 1 TiB is still far above any STaRK graph's database
     MAX_DB_SIZE = 1 << 40
+    # prepared statements kept per Cypher text: Kùzu 0.11 keeps memory behind every statement it prepares (one
+    # ``execute(text, params)`` prepares one), so a service preparing each query anew grows without bound
+    # (bench/service_soak.py); compiled plans differ only in their parameters, so a few hundred texts cover them
+    MAX_STATEMENTS = 512
 
     def __init__(self, skb: SKB, root: Path, *, buffer_pool_mb: int = 1024, progress: bool = True) -> None:
         try:
@@ -108,6 +121,7 @@ class KuzuBackend(CypherBackend):
             self._db = kuzu.Database(str(self.path / "db"), read_only=True, buffer_pool_size=buffer_pool_mb << 20,
                                      max_db_size=self.MAX_DB_SIZE)
             self._conn = kuzu.Connection(self._db)
+            self._statements: OrderedDict[tuple, object] = OrderedDict()
             nodes = self._conn.execute("MATCH (n) RETURN count(*)").get_next()[0]
         except (RuntimeError, MemoryError) as e:
             raise IndexCorruptError(f"{self.path}: cannot open the {self.TITLE} database ({e}); delete it (rm -r "
@@ -172,10 +186,28 @@ class KuzuBackend(CypherBackend):
         require_intact(self.path / "db", meta.get("db_sha256"), f"{self.TITLE} database")
         return meta
 
+    def _prepared(self, query: CompiledQuery):
+        """The statement prepared for the query's text and parameter types, prepared once and reused (the least
+        recently used dropped past :attr:`MAX_STATEMENTS`). The parameters' types decide the statement's binding."""
+        key = (query.cypher, *sorted((name, _type_signature(value)) for name, value in query.params.items()))
+        statement = self._statements.get(key)
+        if statement is not None:
+            self._statements.move_to_end(key)
+            return statement
+        with warnings.catch_warnings():  # Kùzu 0.11 deprecates prepare(); execute(text) would prepare anew each time
+            warnings.simplefilter("ignore", DeprecationWarning)
+            statement = self._conn.prepare(query.cypher, query.params)
+        if not statement.is_success():
+            raise RuntimeError(statement.get_error_message())
+        self._statements[key] = statement
+        if len(self._statements) > self.MAX_STATEMENTS:
+            self._statements.popitem(last=False)
+        return statement
+
     def run(self, query: CompiledQuery) -> tuple[np.ndarray, np.ndarray]:
         assert_read_only(query.cypher)
         try:
-            result = self._conn.execute(query.cypher, query.params)
+            result = self._conn.execute(self._prepared(query), query.params)
         except RuntimeError as e:
             raise GraspError(f"{self.TITLE} rejected the compiled query: {e}") from None
         try:
@@ -187,6 +219,7 @@ class KuzuBackend(CypherBackend):
         """Release the database; also run at interpreter exit (Kùzu objects torn down in arbitrary
         order at shutdown can abort the process)."""
         if self._conn is not None:
+            self._statements.clear()
             self._conn.close()
             self._db.close()
             self._conn = self._db = None

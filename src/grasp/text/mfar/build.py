@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grasp.config import BM25Config, MFARConfig
+from grasp.config import BM25Config, MFARConfig, VectorIndexConfig
 from grasp.encode.encoder import Encoder
 from grasp.encode.node_vectors import NodeVectors
 from grasp.skb.documents import DocumentLayout
@@ -15,11 +15,13 @@ from grasp.text.mfar.retriever import MFARRetriever
 
 
 def build_mfar(cfg: MFARConfig, skb: SKB, layout: DocumentLayout, encoder: Encoder, index_dir: Path, *,
-               bm25: BM25Config, node_vectors: NodeVectors, dtype: str, progress: bool = True) -> MFARRetriever:
+               bm25: BM25Config, node_vectors: NodeVectors, vector_index: VectorIndexConfig,
+               progress: bool = True) -> MFARRetriever:
     """mFAR over the SKB's fields (indexes under ``index_dir``), with uniform weights (:func:`load_weights`
     loads trained ones)."""
     index = FieldIndex(skb, layout, encoder, index_dir, bm25=bm25, fields=cfg.fields, dense_fields=cfg.dense_fields,
-                       node_vectors=node_vectors, max_names=cfg.max_names, dtype=dtype, progress=progress)
+                       node_vectors=node_vectors, max_names=cfg.max_names, vector_index=vector_index,
+                       progress=progress)
     return MFARRetriever(index, depth=cfg.depth)
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp.config import BM25Config
+from grasp.config import BM25Config, VectorIndexConfig
 from grasp.encode.encoder import Encoder
-from grasp.encode.index import ExactIndex
+from grasp.encode.index import VectorIndex, open_index
 from grasp.encode.node_vectors import NodeVectors
 from grasp.encode.store import EmbeddingStore
 from grasp.errors import ConfigError, IndexCorruptError
@@ -92,7 +92,7 @@ class FieldIndex:
     def __init__(self, skb: SKB, layout: DocumentLayout, encoder: Encoder, root: Path, *,
                  bm25: BM25Config | None = None, fields: Sequence[str] | None = None,
                  dense_fields: Sequence[str] | None = None, node_vectors: NodeVectors | None = None,
-                 max_names: int = 64, dtype: str = "float16", progress: bool = True) -> None:
+                 max_names: int = 64, vector_index: VectorIndexConfig | None = None, progress: bool = True) -> None:
         self.skb = skb
         self.encoder = encoder
         self.node_ids = skb.candidate_ids
@@ -100,11 +100,12 @@ class FieldIndex:
         self._nodes_hash = stable_hash(self.node_ids.tolist())
         self.specs = selected_specs(skb, fields)
         self.layouts = [_FieldLayout(layout, s, max_names) for s in self.specs]
-        store = EmbeddingStore(Path(root) / "embeddings", dtype=dtype)
+        vector_index = vector_index or VectorIndexConfig()
+        store = EmbeddingStore(Path(root) / "embeddings", dtype=vector_index.dtype)
         self.lexical: list[BM25Retriever] = []
         self.dense_rows: list[np.ndarray] = []   # per field: candidate rows whose field is non-empty
         self.dense: list[np.ndarray] = []        # per field: their embeddings, as stored (float16, memory-mapped)
-        self._dense_search: list[ExactIndex] = []
+        self._dense_search: list[VectorIndex] = []
         self.has_dense: list[bool] = []
         for spec, lay in zip(self.specs, self.layouts, strict=True):
             rows_path = Path(root) / "mfar" / f"rows-{stable_hash([lay.key, self.skb.fingerprint, self._nodes_hash])}.npy"
@@ -128,10 +129,13 @@ class FieldIndex:
                 emb = store.get(f"field-{spec.name.replace(':', '_').replace('/', '_')}", key, self.node_ids[rows],
                                 lambda node, lay=lay: lay.document(skb, node), encoder, progress=progress)
             self.dense_rows.append(rows)
-            # kept as stored (a float32 copy would double a large KB's fields in memory), and ExactIndex
+            # kept as stored (a float32 copy would double a large KB's fields in memory); the exact index
             # finds each field's top rows in half precision, then scores them in float32
             self.dense.append(emb)
-            self._dense_search.append(ExactIndex(emb, rows))
+            self._dense_search.append(open_index(
+                emb, rows, vector_index, label=f"field-{spec.name.replace(':', '_').replace('/', '_')}",
+                key=[encoder.model_id, lay.key, skb.fingerprint, self._nodes_hash], root=store.root,
+                progress=progress))
 
     def _nonempty_rows(self, path: Path, lay: DocumentLayout, found: list[np.ndarray]) -> np.ndarray:
         """Candidate rows whose field is non-empty, kept beside the field's BM25 index so that a start with
