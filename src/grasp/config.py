@@ -139,6 +139,14 @@ class PlannerConfig(_Section):
         "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split, else those `grasp "
         "synthesize` chose; workspace: only the last two (never the hand-written ones); none: the schema alone. "
         "The plan cache is keyed by the prompt, so plans made with examples are not replayed without them")
+    bank: bool = Field(False, description="show each query the nearest questions of the workspace's bank of "
+                       "verified plans (`grasp plans bank`) as its worked examples, in place of the static ones "
+                       "(kept where the KB has no bank); plans made with a bank are cached apart")
+    bank_k: int = Field(4, ge=1, le=12, description="planner.bank: worked examples shown per query")
+    bank_match: Literal["masked", "query"] = Field(
+        "masked", description="planner.bank: compare the query with the banked questions with their anchor names "
+        "masked (the question's shape) or as written")
+    bank_per_shape: int = Field(3, ge=1, description="`grasp plans bank`: phrasings kept per plan shape")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "
                          "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "

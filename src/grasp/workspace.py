@@ -246,7 +246,7 @@ class Workspace:
 
         return build_planner(self.skb, self.config.planner, cache_root=self.config.cache_root,
                              plans_file=self.plans_file, examples_files=(self.examples_path, self.synth_examples_path),
-                             seed=self.config.seed)
+                             seed=self.config.seed, encoder=lambda: self.encoder)
 
     @cached_property
     def serializer(self) -> CandidateSerializer:

@@ -460,3 +460,47 @@ def test_plans_import_replays_plans_made_elsewhere(toy_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*base, "plans", "import", str(tmp_path / "broken.jsonl"), "--skb", str(toy_dir)])
     assert "broken.jsonl:2: field 'query': missing or empty query text" in capsys.readouterr().err
+
+
+def test_a_bank_of_verified_plans_gives_each_query_its_nearest_examples(tmp_path, capsys):
+    """`grasp plans bank` keeps the train plans whose execution reaches gold (never a test query's); with
+    planner.bank the nearest banked questions are shown after the shared system prompt, and the plan is cached
+    under a key of its own."""
+    from grasp.cli import main
+    from grasp.config import load_config
+    from grasp.plan.bank import PlanBank
+    from grasp.workspace import Workspace
+    from tests.conftest import QUERIES, write_toy
+
+    queries = [{**q, "split": "train"} if q["id"] in (1, 2) else q for q in QUERIES]
+    queries.append({"id": 4, "query": "which genes on chromosome 2 are potassium channels", "answer_ids": [2],
+                    "template": "gene_chr", "split": "train"})
+    toy = write_toy(tmp_path / "toy", queries=queries)
+    with FakeChatServer([GOOD]) as srv:
+        sets = ["planner.kind=openai", "planner.format=flat", f"planner.base_url={srv.url}", "planner.model=fake",
+                "graph.engine=memory", f"cache_dir={tmp_path / 'c'}"]
+        base = ["-q", *[x for s in sets for x in ("--set", s)]]
+        main([*base, "plans", "bank", "--skb", str(toy)])
+        out = capsys.readouterr().out
+        # the GOOD plan (genes on chromosome 2) reaches the gold of queries 1 and 4, not query 2's process
+        assert "2 plans (1 shapes)" in out and "2 of 3 train plans reached a gold answer" in out
+        ws = Workspace.open(toy, load_config(None, [*sets, "planner.bank=true", "planner.bank_k=1"]), progress=False)
+        bank = PlanBank.load(ws.cache_dir)
+        assert sorted(e.qid for e in bank.entries) == ["1", "4"] and bank.provenance["gold_not_reached"] == 1
+        assert {e.gold_rank for e in bank.entries} <= {1, 2, 3}
+        plain = Workspace.open(toy, load_config(None, sets), progress=False)
+        planner = ws.planner
+        assert planner.nearest is not None and planner.key("genes on chromosome 1") != plain.planner.key(
+            "genes on chromosome 1")
+        n = len(srv.requests)
+        planner.plan("sodium channel genes on chromosome 1")
+        planner.plan("sodium channel genes on chromosome 1")  # cached
+        assert len(srv.requests) == n + 1
+        system, user = (m["content"] for m in srv.requests[-1]["messages"])
+        assert system == plain.planner.builder.system  # the shared prefix is the bank-less prompt's
+        assert "Solved questions like this one" in user and user.count("Query: ") == 2
+        assert "Query: sodium channel genes on chromosome 2" in user  # the nearest banked question
+        assert "galactosyltransferase" not in user  # a test query is never banked
+        with pytest.raises(SystemExit):
+            main([*base, "plans", "bank", "--skb", str(toy), "--split", "test"])
+        assert "never enters a bank" in capsys.readouterr().err

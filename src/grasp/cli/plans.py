@@ -1,4 +1,4 @@
-"""Planning commands: plans build | examples, and fetching the planner model."""
+"""Planning commands: plans build | report | import | examples | bank, and fetching the planner model."""
 
 from __future__ import annotations
 
@@ -105,7 +105,35 @@ def plans_import(ctx, plans_file, skb_dir, stark_dataset, skip_rejected):
             ws.planner.store(q, raw, source=str(plans_file))
     counts = {s: sum(c.status == s for _, c in adopted) for s in ("valid", "repaired", "rejected")}
     click.echo(f"imported {len(rows) - len(rejected)} plans into {ws.planner.cache.writable} ({counts}; model "
-               f"{ws.planner.model_id}, prompt {ws.planner.builder.hash}, format {ws.config.planner.format})")
+               f"{ws.planner.model_id}, prompt {ws.planner.prompt_hash}, format {ws.config.planner.format})")
+
+
+@plans.command("bank")
+@skb_option
+@stark_option
+@click.option("--split", "splits", multiple=True, default=("train",), show_default=True,
+              help="Splits whose verified plans enter the bank (never test).")
+@click.option("--exclude-template", "exclude_templates", multiple=True,
+              help="Leave this template's queries out (to measure plans on shapes the bank never saw).")
+@click.option("--no-synthetic", is_flag=True, help="Leave out the plans `grasp synthesize` made.")
+@click.pass_context
+def plans_bank(ctx, skb_dir, stark_dataset, splits, exclude_templates, no_synthetic):
+    """Build the bank of verified plans: the split's plans whose execution reaches a gold answer (queries not yet
+    planned are planned first) and the synthesizer's, a few per plan shape. `--set planner.bank=true` then shows
+    each query the bank's nearest questions as its worked examples."""
+    from grasp.lab.bank import build_bank
+
+    ws = workspace(ctx, skb_dir, stark_dataset)
+    bank = build_bank(ws, splits=splits, exclude_templates=exclude_templates, synthetic=not no_synthetic,
+                      progress=ctx.obj["progress"])
+    if not bank.entries:
+        raise GraspError(f"no verified plan among the {bank.provenance['considered']} {', '.join(splits)} queries: "
+                         "nothing to bank")
+    path = bank.save(ws.cache_dir)
+    p = bank.provenance
+    click.echo(f"{len(bank.entries)} plans ({len({e.shape for e in bank.entries})} shapes) -> {path}: "
+               f"{p['verified']} of {p['considered']} {', '.join(splits)} plans reached a gold answer "
+               f"({p['unusable']} unusable, {p['gold_not_reached']} missed it), {p['synthetic']} synthesized")
 
 
 @plans.command("examples")

@@ -145,8 +145,7 @@ class MilvusIndex(VectorIndex):
         bar = tqdm(total=self.ids.size, desc=f"milvus {self.name}", unit="vec", disable=not progress)
         for lo in range(0, self.ids.size, batch_rows):
             block = np.asarray(vectors[lo:lo + batch_rows], dtype=np.float32)
-            rows = [{ID: int(i), VECTOR: v} for i, v in zip(self.ids[lo:lo + batch_rows].tolist(), block.tolist(),
-                                                             strict=True)]
+            rows = [{ID: i, VECTOR: v} for i, v in zip(self.ids[lo:lo + batch_rows].tolist(), block, strict=True)]
             self._call("insert rows", lambda rows=rows: c.insert(building, rows))
             bar.update(len(rows))
         bar.close()

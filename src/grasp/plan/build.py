@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from grasp.config import GraspConfig, PlannerConfig
 from grasp.errors import ConfigError
+from grasp.plan.bank import ExampleRetriever, PlanBank
 from grasp.plan.cache import PlanCache, shipped_plans
 from grasp.plan.examples import read_examples
 from grasp.plan.gguf import PLANNER
@@ -48,21 +50,28 @@ def local_engine(cfg: PlannerConfig) -> str:
 
 
 def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path,
-                  examples_files: tuple[Path, ...] = (), seed: int) -> Planner:
+                  examples_files: tuple[Path, ...] = (), seed: int, encoder: Callable[[], object] | None = None
+                  ) -> Planner:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
-    synthesize` chose); only the latter with ``workspace``; none with ``none``."""
+    synthesize` chose); only the latter with ``workspace``; none with ``none``. With ``planner.bank`` and a bank
+    beside ``plans_file``, each query's examples are instead the bank's questions nearest it (``encoder``: a factory
+    of the encoder that compares them, called on the first query planned)."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
-    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" else []
-    if not examples and cfg.examples != "none":
+    bank = PlanBank.load(Path(plans_file).parent) if cfg.bank else None
+    nearest = None
+    if bank is not None and bank.entries and encoder is not None:
+        nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
+    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and nearest is None else []
+    if not examples and cfg.examples != "none" and nearest is None:
         found = next((path for path in examples_files if path.exists()), None)
         examples = read_examples(found) if found is not None else []
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
                    grammar=cfg.grammar,
                    retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
-                   samples=cfg.samples, temperature=cfg.temperature, seed=seed)
+                   samples=cfg.samples, temperature=cfg.temperature, seed=seed, nearest=nearest)
 
 
 def degrade_missing_planner(config: GraspConfig) -> str | None:

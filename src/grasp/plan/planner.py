@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from grasp.errors import GraspError
+from grasp.plan.bank import ExampleRetriever
 from grasp.plan.cache import PlanCache, plan_key
 from grasp.plan.grammar import plan_json_schema
 from grasp.plan.llm import ChatClient, LLMError
@@ -24,6 +25,7 @@ from grasp.plan.validate import PlanCheck, PlanRejected, check_plan, parse_plan_
 from grasp.progress import announce
 from grasp.results import Query
 from grasp.skb.graph import SKB
+from grasp.storage import stable_hash
 
 
 class PlanNotCached(GraspError):
@@ -52,10 +54,11 @@ class Planner:
     def __init__(self, skb: SKB, client: ChatClient | Callable[[], ChatClient] | None, cache: PlanCache, *,
                  builder: PromptBuilder | None = None, grammar: bool = True, retries: int = 1, max_tokens: int = 400,
                  model_id: str | None = None, on_miss: str = "error", samples: int = 1, temperature: float = 0.7,
-                 seed: int = 13) -> None:
+                 seed: int = 13, nearest: ExampleRetriever | None = None) -> None:
         """``client`` may be a factory: it is called on the first cache miss only, so replaying
         cached plans never loads a model. Without a client, a query with no cached plan raises
-        :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``)."""
+        :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``). ``nearest``: a bank
+        of verified plans whose questions nearest each query are shown as its worked examples."""
         if on_miss not in ("error", "no_trade"):
             raise ValueError(f"on_miss must be 'error' or 'no_trade', not {on_miss!r}")
         if samples < 1:
@@ -66,6 +69,9 @@ class Planner:
         self._client = client
         self.cache = cache
         self.builder = builder or PromptBuilder(skb)
+        self.nearest = nearest
+        # what a plan depends on besides the query: the shared prompt, and the bank that picks its examples
+        self.prompt_hash = self.builder.hash if nearest is None else stable_hash([self.builder.hash, nearest.tag])
         self.grammar = grammar
         self.retries = retries
         self.max_tokens = max_tokens
@@ -90,7 +96,7 @@ class Planner:
         return check_plan(raw, self.skb.schema)
 
     def key(self, query: str, sample: int = 0) -> str:
-        return plan_key(self.model_id, self.builder.hash, query, self.grammar, sample)
+        return plan_key(self.model_id, self.prompt_hash, query, self.grammar, sample)
 
     def cached(self, query: str, sample: int = 0) -> PlanOutcome | None:
         """The cached outcome for this query (``seconds``: the lookup's own time), or None."""
@@ -115,7 +121,7 @@ class Planner:
             raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
                                 "plan it first with `grasp plans build` or configure an LLM (planner.kind)")
         t0 = time.perf_counter()
-        messages = self.builder.messages(query)
+        messages = self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None)
         raw, error, attempts = "", None, 0
         check = _failed(self.skb, "no reply")
         schema = self.json_schema if self.grammar else None
@@ -140,7 +146,7 @@ class Planner:
 
     def _put(self, key: str, query: str, raw: str, *, attempts: int, error: str | None, seconds: float, **extra) -> None:
         """Cache one plan record (the LLM's reply, or a plan imported from elsewhere)."""
-        self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.builder.hash, "query": query,
+        self.cache.put({"key": key, "model": self.model_id, "prompt_hash": self.prompt_hash, "query": query,
                         "grammar": self.grammar, "raw": raw, "attempts": attempts, "error": error,
                         "seconds": round(seconds, 3), **extra})
 

@@ -94,11 +94,12 @@ class PromptBuilder:
             candidate_types=", ".join(skb.schema.candidate_types),
         )
 
-    def _examples_block(self) -> str:
-        if not self.examples:
+    def _examples_block(self, examples: list[Example] | None = None, header: str = "examples_header.md") -> str:
+        examples = self.examples if examples is None else examples
+        if not examples:
             return ""
-        parts = [(PROMPTS / "examples_header.md").read_text(encoding="utf-8").strip()]
-        for ex in self.examples:
+        parts = [(PROMPTS / header).read_text(encoding="utf-8").strip()]
+        for ex in examples:
             plan = flat_to_nested(ex.plan) if self.plan_format == "nested" else _undirected(ex.plan)
             parts.append(f"Query: {ex.query}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
         return "\n\n".join(parts)
@@ -115,8 +116,10 @@ class PromptBuilder:
         ]
         return "\n\n".join(b for b in blocks if b)
 
-    def messages(self, query: str) -> list[dict[str, str]]:
-        return [
-            {"role": "system", "content": self.system},
-            {"role": "user", "content": _template("user.md").substitute(query=query).strip()},
-        ]
+    def messages(self, query: str, examples: list[Example] | None = None) -> list[dict[str, str]]:
+        """The chat for one query; ``examples``: worked examples chosen for this query (a bank's nearest), shown in
+        the user message, after the system prompt every query shares (a local model's cached prefix)."""
+        user = _template("user.md").substitute(query=query).strip()
+        if examples:
+            user = self._examples_block(examples, "nearest_header.md") + "\n\n" + user
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
