@@ -5,8 +5,8 @@
 
 For each KB (``--skb``; the demo by default) the document vectors of its largest candidate type (the matrix the
 dense baseline and a descriptive anchor search; built and cached by the workspace, MiniLM) are searched with the
-vectors of its own queries; for each ``--synthetic ROWS`` a STaRK-sized matrix of seeded random unit vectors is
-searched with noisy copies of its rows (where the nearest neighbours are known to exist). Backends, each over the
+vectors of its own queries; for each ``--synthetic ROWS`` a STaRK-sized matrix of seeded unit vectors in clusters is
+searched with noisy copies of some of its rows. Backends, each over the
 same matrix: exact (grasp's default: every row scored), faiss HNSW, Milvus Lite FLAT and Milvus Lite HNSW (the same
 pymilvus client a Milvus server is used through). One query at a time, as anchor linking and the dense baseline
 search; recall@10 and recall@k are the share of exact search's ids found.
@@ -36,7 +36,7 @@ def kb_matrix(skb_dir: Path, n_queries: int) -> tuple[str, np.ndarray, np.ndarra
     from grasp.skb import read_queries
     from grasp.workspace import Workspace
 
-    ws = Workspace(skb_dir, load_config(None, []))
+    ws = Workspace.open(skb_dir, load_config(None, []), progress=False)
     types = ws.skb.schema.candidate_types
     largest = max(types, key=lambda t: len(ws.skb.nodes_of_type(t)))
     ids, matrix = ws.node_vectors.embeddings("doc", largest)
@@ -46,12 +46,15 @@ def kb_matrix(skb_dir: Path, n_queries: int) -> tuple[str, np.ndarray, np.ndarra
 
 
 def synthetic_matrix(rows: int, dim: int, n_queries: int, seed: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+    """Seeded unit vectors in clusters (text embeddings are not uniform on the sphere: uniform random vectors in 384
+    dimensions are all nearly orthogonal, the case no ANN index is built for), and queries near some rows."""
     rng = np.random.default_rng(seed)
-    m = rng.normal(size=(rows, dim)).astype(np.float32)
+    centers = rng.normal(size=(max(rows // 100, 1), dim)).astype(np.float32)
+    m = centers[rng.integers(0, len(centers), rows)] + rng.normal(scale=0.6, size=(rows, dim)).astype(np.float32)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
-    q = m[rng.choice(rows, n_queries, replace=False)] + rng.normal(scale=0.05, size=(n_queries, dim)).astype(np.float32)
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    return f"random unit vectors, {rows:,} rows", np.arange(rows, dtype=np.int64), m.astype(np.float16), q
+    q = m[rng.choice(rows, n_queries, replace=False)] + rng.normal(scale=0.5 / np.sqrt(dim), size=(n_queries, dim))
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+    return f"clustered random vectors, {rows:,} rows", np.arange(rows, dtype=np.int64), m.astype(np.float16), q
 
 
 def build(backend: str, ids: np.ndarray, matrix: np.ndarray, root: Path, label: str) -> VectorIndex:

@@ -46,7 +46,7 @@ def test_exact_index_matches_brute_force_across_chunks():
 
 
 def test_two_pass_fp16_search_equals_the_float32_scan():
-    """Above chunk_rows a float16 matrix is searched in half precision, then its shortlist rescored in
+    """Above two_pass_rows a float16 matrix is searched in half precision, then its shortlist rescored in
     float32: the brute-force ranking (ties by row) and the one-pass scan's scores, duplicated rows included."""
     rng = np.random.default_rng(4)
     vecs = rng.normal(size=(20_000, 32)).astype(np.float32)
@@ -56,8 +56,10 @@ def test_two_pass_fp16_search_equals_the_float32_scan():
     q = np.concatenate([vecs[[17, 3, 19_999]].astype(np.float32) + 0.02, rng.normal(size=(5, 32))]).astype(np.float32)
     full = q @ vecs.astype(np.float32).T
     brute = np.lexsort((np.broadcast_to(np.arange(20_000), full.shape), -full), axis=1)  # score, then row
-    scan = ExactIndex(vecs, ids, chunk_rows=1 << 20)   # one pass
+    scan = ExactIndex(vecs, ids, chunk_rows=1 << 20, two_pass_rows=1 << 20)   # one pass
     two = ExactIndex(vecs, ids, chunk_rows=4096)
+    assert ExactIndex(vecs, ids).two_pass_rows == 8192  # the default: two passes over 20,000 rows
+    default = ExactIndex(vecs, ids)
     for k in (1, 5, 100, 2000):
         (_, a_s), (b_ids, b_s) = scan.search(q, k), two.search(q, k)
         if k <= 100:  # deeper, scores 1e-7 apart swap places (GEMV vs GEMM rounding)
@@ -65,6 +67,7 @@ def test_two_pass_fp16_search_equals_the_float32_scan():
         assert np.allclose(b_s, np.take_along_axis(full, brute[:, :k], 1), atol=1e-6), k
         assert np.allclose(b_s, np.take_along_axis(full, (b_ids - 1) // 2, 1), atol=1e-6), k
         assert np.allclose(a_s, b_s, atol=1e-6), k  # the scan keeps some of the tied rows, at the same scores
+        assert np.array_equal(default.search(q, k)[0], b_ids), k
     assert two.search(q[:1], 5)[0][0].tolist() == [ids[17]] + ids[5000:5004].tolist()
 
 

@@ -129,7 +129,7 @@ def plans_bank(ctx, skb_dir, stark_dataset, splits, exclude_templates, no_synthe
     if not bank.entries:
         raise GraspError(f"no verified plan among the {bank.provenance['considered']} {', '.join(splits)} queries: "
                          "nothing to bank")
-    path = bank.save(ws.cache_dir)
+    path = bank.save(ws.config.planner.bank_dir or ws.cache_dir)
     p = bank.provenance
     click.echo(f"{len(bank.entries)} plans ({len({e.shape for e in bank.entries})} shapes) -> {path}: "
                f"{p['verified']} of {p['considered']} {', '.join(splits)} plans reached a gold answer "

@@ -30,7 +30,7 @@ class VectorIndex(ABC):
 
 
 class ExactIndex(VectorIndex):
-    """Exact top-k by cosine. A float16 matrix larger than ``chunk_rows`` is searched in two passes: a
+    """Exact top-k by cosine. A float16 matrix of more than ``two_pass_rows`` rows is searched in two passes: a
     half-precision product over every row (torch's fp16 kernel reads the stored matrix as it is, where converting
     it to float32 chunk by chunk dominates a search over a million rows: bench/search_kernels.py),
     then the best ``k + SHORTLIST`` rows rescored in float32 as the one-pass scan scores them, so the result is
@@ -39,10 +39,12 @@ class ExactIndex(VectorIndex):
 
     SHORTLIST = 1024
 
-    def __init__(self, vectors: np.ndarray, ids: np.ndarray, *, chunk_rows: int = 65536) -> None:
+    def __init__(self, vectors: np.ndarray, ids: np.ndarray, *, chunk_rows: int = 65536,
+                 two_pass_rows: int = 8192) -> None:
         self.vectors = vectors
         self.ids = np.asarray(ids, dtype=np.int64)
         self.chunk_rows = chunk_rows
+        self.two_pass_rows = min(two_pass_rows, chunk_rows)
         self._half = None  # the fp16 matrix as a torch tensor (no copy), made on the first two-pass search
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,7 +54,7 @@ class ExactIndex(VectorIndex):
         m = q.shape[0]
         if k == 0:
             return np.zeros((m, 0), dtype=np.int64), np.zeros((m, 0), dtype=np.float32)
-        if self.vectors.dtype == np.float16 and n > self.chunk_rows:
+        if self.vectors.dtype == np.float16 and n > self.two_pass_rows:
             return self._two_pass(q, k)
         return self._scan(q, k)
 
@@ -155,7 +157,7 @@ def open_index(vectors: np.ndarray, ids: np.ndarray, config: VectorIndexConfig, 
                                   record=root / f"milvus-{label}-{stable_hash(full_key)}.json",
                                   index_type=config.milvus_index, m=config.faiss_m, ef_search=config.faiss_ef_search,
                                   batch_rows=config.milvus_batch_rows, progress=progress)
-    return ExactIndex(vectors, ids, chunk_rows=config.chunk_rows)
+    return ExactIndex(vectors, ids, chunk_rows=config.chunk_rows, two_pass_rows=config.two_pass_rows)
 
 
 def merge_topk(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

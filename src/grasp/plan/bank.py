@@ -21,7 +21,7 @@ import numpy as np
 from grasp.encode.encoder import Encoder
 from grasp.errors import FormatError
 from grasp.plan.prompt import Example
-from grasp.storage import atomic_file, stable_hash
+from grasp.storage import atomic_file, stable_hash, writable
 
 BANK_FILE, BANK_RECORD = "bank.jsonl", "bank.json"
 
@@ -101,6 +101,9 @@ class PlanBank:
         return stable_hash([[e.qid, e.query, e.plan] for e in self.entries])
 
     def save(self, folder: Path) -> Path:
+        """Write ``bank.jsonl`` and its record ``bank.json`` into ``folder`` (each atomically)."""
+        with writable(Path(folder)):
+            Path(folder).mkdir(parents=True, exist_ok=True)
         path = Path(folder) / BANK_FILE
         with atomic_file(path, "w", encoding="utf-8") as f:
             for e in self.entries:

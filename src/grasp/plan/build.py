@@ -60,7 +60,7 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     of the encoder that compares them, called on the first query planned)."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
-    bank = PlanBank.load(Path(plans_file).parent) if cfg.bank else None
+    bank = PlanBank.load(cfg.bank_dir or Path(plans_file).parent) if cfg.bank else None
     nearest = None
     if bank is not None and bank.entries and encoder is not None:
         nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
