@@ -1,10 +1,11 @@
 """Worked examples from a bank of verified plans against the prompt's static ones, on the same queries.
 
     python bench/plan_bank.py --skb DIR [--split val] [--limit 100] [--k 4 --k 8] [--match masked --match query]
-        [--exclude-template T ...] [--json FILE]
+        [--exclude-template T ... | --leave-out 3 --seed 0] [--json FILE]
 
-Builds the bank from the train split (``--exclude-template``: those templates left out, and the queries measured are
-then those templates' queries of ``--split``: shapes the bank never saw), then plans the queries once per setting
+Builds the bank from the train split (``--exclude-template``, or ``--leave-out N`` templates drawn with ``--seed``:
+those templates left out, and the queries measured are then those templates' queries of ``--split``: shapes the
+bank never saw), then plans the queries once per setting
 (static examples; the bank with each k and similarity) and judges each setting's plans by execution
 (`grasp plans report`): usable share, gold among the executed candidates, graph-only Hit@1 and MRR, and the planner's
 seconds per plan (new plans only; with the batched torch engine, plans are made many at a time). Plans are cached:
@@ -37,12 +38,19 @@ def main() -> None:
     ap.add_argument("--k", type=int, action="append", default=None)
     ap.add_argument("--match", action="append", default=None, choices=["masked", "query"])
     ap.add_argument("--exclude-template", dest="exclude", action="append", default=[])
+    ap.add_argument("--leave-out", type=int, default=0, help="leave out this many templates, drawn by --seed")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     skb = load_skb(args.skb)
     base = load_config(None, args.overrides)
     ws = Workspace(skb, base, progress=False)
+    if args.leave_out:
+        import random
+
+        templates = sorted({q.template for q in ws.queries() if q.template})
+        args.exclude = sorted(set(args.exclude) | set(random.Random(args.seed).sample(templates, args.leave_out)))
     tag = "all" if not args.exclude else "without-" + "-".join(sorted(args.exclude))
     bank_dir = ws.cache_dir / "banks" / tag
     bank = build_bank(ws, exclude_templates=args.exclude)

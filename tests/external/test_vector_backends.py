@@ -35,3 +35,10 @@ def test_milvus_lite_answers_as_exact_on_the_demo(tmp_path):
                 assert a.score == pytest.approx(b.score, abs=1e-4)
                 assert a.node_id == b.node_id or sum(abs(h.score - a.score) < 1e-4 for h in want) > 1
     assert (tmp_path / "milvus.db").is_dir()
+    records = [json.loads(p.read_text()) for p in on_milvus.workspace.vectors_dir.glob("milvus-*.json")]
+    ours = [r for r in records if r["uri"] == str(tmp_path / "milvus.db")]
+    # the dense baseline's documents, mFAR's dense fields and the types anchors were linked in (built as first
+    # used); an empty field makes no collection
+    names = {r["collection"].rsplit("_", 1)[0] for r in ours}
+    assert {"grasp_doc_package", "grasp_field_single", "grasp_name_package"} <= names, names
+    assert all(r["rows"] > 0 for r in ours)

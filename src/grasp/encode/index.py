@@ -145,6 +145,8 @@ def open_index(vectors: np.ndarray, ids: np.ndarray, config: VectorIndexConfig, 
     """The configured backend's index over these rows. ``label`` names the vector set, ``key`` is what determines
     its vectors (an index built from other vectors is never reused); faiss files, Milvus records and the Milvus
     Lite folder live under ``root``."""
+    if len(ids) == 0:  # an empty field or type: nothing to index or to store
+        return ExactIndex(vectors, ids)
     if config.backend == "faiss":
         path = root / f"faiss-{label}-{stable_hash([*key, config.faiss_m])}.index"
         return FaissIndex(vectors, ids, path=path, m=config.faiss_m, ef_search=config.faiss_ef_search)
@@ -152,9 +154,10 @@ def open_index(vectors: np.ndarray, ids: np.ndarray, config: VectorIndexConfig, 
         from grasp.encode import milvus
 
         full_key = [*key, config.dtype, config.milvus_index, config.faiss_m]
-        return milvus.MilvusIndex(vectors, ids, uri=config.milvus_uri or str(root / "milvus.db"),
-                                  token_env=config.milvus_token_env, name=milvus.collection_name(label, full_key),
-                                  record=root / f"milvus-{label}-{stable_hash(full_key)}.json",
+        uri = config.milvus_uri or str(root / "milvus.db")
+        return milvus.MilvusIndex(vectors, ids, uri=uri, token_env=config.milvus_token_env,
+                                  name=milvus.collection_name(label, full_key),
+                                  record=root / f"milvus-{label}-{stable_hash([*full_key, uri])}.json",
                                   index_type=config.milvus_index, m=config.faiss_m, ef_search=config.faiss_ef_search,
                                   batch_rows=config.milvus_batch_rows, progress=progress)
     return ExactIndex(vectors, ids, chunk_rows=config.chunk_rows, two_pass_rows=config.two_pass_rows)

@@ -44,8 +44,12 @@ def connect(uri: str, token: str | None = None):
     except ImportError:
         raise ConfigError("vector_index.backend 'milvus' needs pymilvus (and milvus-lite for a local folder): "
                           "pip install 'grasp-retrieval[milvus]'") from None
-    # pymilvus logs every failed call with its traceback; the failures it reports reach the user as GraspErrors
+    # pymilvus logs every failed call with its traceback; the failures it reports reach the user as GraspErrors.
+    # Milvus Lite's in-process gRPC server logs a traceback for each call it does not implement (pymilvus asks for
+    # a server timestamp, then uses its own): neither is the user's to read
     logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    if is_lite(uri):
+        logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
     with _clients_lock:
         client = _clients.get((uri, token))
         if client is None:
