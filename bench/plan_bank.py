@@ -1,7 +1,9 @@
 """Worked examples from a bank of verified plans against the prompt's static ones, on the same queries.
 
     python bench/plan_bank.py --skb DIR [--split val] [--limit 100] [--k 4 --k 8] [--match masked --match query]
-        [--exclude-template T ... | --leave-out 3 --seed 0] [--json FILE]
+        [--with-static 2] [--exclude-template T ... | --leave-out 3 --seed 0] [--json FILE]
+
+``--k 0`` runs no bank-only setting.
 
 Builds the bank from the train split (``--exclude-template``, or ``--leave-out N`` templates drawn with ``--seed``:
 those templates left out, and the queries measured are then those templates' queries of ``--split``: shapes the
@@ -40,6 +42,8 @@ def main() -> None:
     ap.add_argument("--exclude-template", dest="exclude", action="append", default=[])
     ap.add_argument("--leave-out", type=int, default=0, help="leave out this many templates, drawn by --seed")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--with-static", type=int, action="append", default=[],
+                    help="also: the static examples kept, this many nearest added (planner.bank_keep_static)")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -60,7 +64,10 @@ def main() -> None:
     queries = [q for q in ws.queries(split=args.split) if not args.exclude or q.template in set(args.exclude)]
     queries = queries[: args.limit]
     settings = [("static examples", [])]
-    for k in args.k or [4]:
+    for k in args.with_static:
+        settings.append((f"static + bank k={k} masked", ["planner.bank=true", f"planner.bank_dir={bank_dir}",
+                                                          f"planner.bank_k={k}", "planner.bank_keep_static=true"]))
+    for k in ([] if args.k == [0] else args.k or [4]):
         for match in args.match or ["masked"]:
             settings.append((f"bank k={k} {match}", ["planner.bank=true", f"planner.bank_dir={bank_dir}",
                                                       f"planner.bank_k={k}", f"planner.bank_match={match}"]))

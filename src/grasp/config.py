@@ -148,6 +148,8 @@ class PlannerConfig(_Section):
     bank_dir: Path | None = Field(None, description="planner.bank: the folder of the bank (bank.jsonl) to use; "
                                   "default: the one `grasp plans bank` writes, beside the workspace's plan cache")
     bank_k: int = Field(4, ge=1, le=12, description="planner.bank: worked examples shown per query")
+    bank_keep_static: bool = Field(False, description="planner.bank: keep the static examples in the shared system "
+                                   "prompt too (the nearest ones are then added to them)")
     bank_match: Literal["masked", "query"] = Field(
         "masked", description="planner.bank: compare the query with the banked questions with their anchor names "
         "masked (the question's shape) or as written")

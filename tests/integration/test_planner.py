@@ -504,3 +504,15 @@ def test_a_bank_of_verified_plans_gives_each_query_its_nearest_examples(tmp_path
         with pytest.raises(SystemExit):
             main([*base, "plans", "bank", "--skb", str(toy), "--split", "test"])
         assert "never enters a bank" in capsys.readouterr().err
+    # static examples (here: drawn from the train split) leave the shared prompt for the nearest ones, unless kept
+    from grasp.plan.examples import write_examples
+    from grasp.plan.prompt import Example
+
+    write_examples([Example("2", "movement of sodium ions", json.loads(GOOD))], ws.examples_path)
+    with_bank = Workspace.open(toy, load_config(None, [*sets, "planner.bank=true"]), progress=False).planner
+    kept = Workspace.open(toy, load_config(None, [*sets, "planner.bank=true", "planner.bank_keep_static=true"]),
+                          progress=False).planner
+    without = Workspace.open(toy, load_config(None, sets), progress=False).planner
+    assert "Query: movement of sodium ions" in without.builder.system
+    assert "Query: movement of sodium ions" not in with_bank.builder.system
+    assert "Query: movement of sodium ions" in kept.builder.system and kept.nearest is not None

@@ -64,8 +64,9 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     nearest = None
     if bank is not None and bank.entries and encoder is not None:
         nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
-    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and nearest is None else []
-    if not examples and cfg.examples != "none" and nearest is None:
+    static = nearest is None or cfg.bank_keep_static
+    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and static else []
+    if not examples and cfg.examples != "none" and static:
         found = next((path for path in examples_files if path.exists()), None)
         examples = read_examples(found) if found is not None else []
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
