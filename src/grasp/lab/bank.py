@@ -71,10 +71,10 @@ def synthetic_entries(ws: Workspace, *, exclude_templates: Sequence[str] = ()) -
 def build_bank(ws: Workspace, *, splits: Sequence[str] = ("train",), exclude_templates: Sequence[str] = (),
                synthetic: bool = True, progress: bool = False) -> PlanBank:
     """Verified plans of ``splits`` (and the synthesizer's), deduplicated by shape, with their provenance."""
-    entries, counts = verified_entries(ws, splits, exclude_templates=exclude_templates, progress=progress)
+    plain = _without_bank(ws)
+    entries, counts = verified_entries(plain, splits, exclude_templates=exclude_templates, progress=progress)
     synth = synthetic_entries(ws, exclude_templates=exclude_templates) if synthetic else []
     kept = deduplicate(entries + synth, ws.config.planner.bank_per_shape)
-    plain = _without_bank(ws)
     provenance = {"skb": ws.skb.name, "fingerprint": ws.skb.fingerprint, "splits": list(splits),
                   "queries_file": str(ws.default_queries_path()), "excluded_templates": sorted(exclude_templates),
                   "planner": plain.planner.model_id, "prompt": plain.planner.prompt_hash,
