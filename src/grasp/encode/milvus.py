@@ -100,10 +100,10 @@ class MilvusIndex(VectorIndex):
         self.index_type, self.m, self.ef_search = index_type, m, ef_search
         self.dim = int(vectors.shape[1])
         with build_lock(self.record):
-            problem = self._problem()
+            problem = self._problem()  # a complete collection is loaded (into search memory) by the check
             if problem is not None:
                 self._load(vectors, batch_rows, progress, problem)
-        self._call("load the collection", lambda: self.client.load_collection(self.name))
+                self._call("load the collection", lambda: self.client.load_collection(self.name))
 
     def _call(self, what: str, fn):
         """Run one Milvus call; its failure becomes one line naming the collection."""

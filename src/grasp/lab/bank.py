@@ -29,7 +29,8 @@ def verified_entries(ws: Workspace, splits: Sequence[str], *, exclude_templates:
     if HELD_OUT & set(splits):
         raise GraspError(f"the {', '.join(sorted(HELD_OUT & set(splits)))} split never enters a bank")
     plain = _without_bank(ws)
-    queries = [q for q in plain.queries() if q.split in splits and q.template not in set(exclude_templates)]
+    excluded = set(exclude_templates)
+    queries = [q for q in plain.queries() if q.split in splits and q.template not in excluded]
     outcomes = plain.planner.plan_many(queries, progress=progress)
     graph = methods.retriever(plain, "graph")
     counts = {"considered": len(queries), "unusable": 0, "gold_not_reached": 0, "verified": 0}
@@ -40,7 +41,8 @@ def verified_entries(ws: Workspace, splits: Sequence[str], *, exclude_templates:
             counts["unusable"] += 1
             continue
         ranking = graph.search_query(q, None, outcome)  # every executed candidate
-        ranks = [r for r, node in enumerate(ranking.node_ids.tolist(), 1) if node in set(q.answer_ids)]
+        gold = set(q.answer_ids)
+        ranks = [r for r, node in enumerate(ranking.node_ids.tolist(), 1) if node in gold]
         if not ranks:
             counts["gold_not_reached"] += 1
             continue
@@ -59,9 +61,9 @@ def synthetic_entries(ws: Workspace, *, exclude_templates: Sequence[str] = ()) -
         if line.strip():
             r = json.loads(line)
             plan_of[r["query"]] = r["plan"]
-    out = []
+    out, excluded = [], set(exclude_templates)
     for q in ws.queries(queries_path):
-        if q.split in HELD_OUT or q.split == ws.config.mfar.train.val_split or q.template in set(exclude_templates):
+        if q.split in HELD_OUT or q.split == ws.config.mfar.train.val_split or q.template in excluded:
             continue
         if q.text in plan_of:
             out.append(BankEntry(f"synth:{q.qid}", q.text, plan_of[q.text], "synthetic"))
