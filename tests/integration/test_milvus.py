@@ -11,7 +11,7 @@ import pytest
 
 from grasp.config import VectorIndexConfig
 from grasp.encode import ExactIndex, NodeVectors, milvus
-from grasp.errors import ConfigError
+from grasp.errors import ConfigError, GraspError
 from grasp.skb.documents import get_layout
 from tests.conftest import skip_unless_ci
 from tests.integration.test_encode import HashEncoder
@@ -160,3 +160,21 @@ def test_collection_names_are_milvus_names():
     assert name.startswith("grasp_doc_gene_protein_") and name.replace("_", "").isalnum()
     assert milvus.collection_name("doc-x", ["model", 3]) != milvus.collection_name("doc-x", ["model", 4])
     assert milvus.is_lite("/tmp/a/milvus.db") and not milvus.is_lite("http://host:19530")
+
+
+def test_an_index_build_the_client_asked_for_twice_is_kept(tmp_path, vectors, monkeypatch):
+    """A long build can outlive its connection: pymilvus asks again and the server says the index exists."""
+    vecs, ids = vectors
+    client = milvus.connect(str(tmp_path / "m.db"))
+    real = client.create_index
+
+    def asked_twice(name, params, **kw):
+        real(name, params, **kw)
+        raise RuntimeError("index already exists for field 'vector'; call drop_index first")
+
+    monkeypatch.setattr(client, "create_index", asked_twice)
+    index = open_milvus(tmp_path, vecs, ids)
+    assert index.search(vecs[7:8], 1)[0][0, 0] == ids[7] and index.verify()
+    monkeypatch.setattr(client, "create_index", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("disk full")))
+    with pytest.raises(GraspError, match=r"could not build the vector index \(grasp_other\): disk full"):
+        open_milvus(tmp_path, vecs, ids, name="grasp_other")

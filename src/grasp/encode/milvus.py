@@ -28,6 +28,7 @@ from grasp.storage import build_lock, stable_hash, writable, write_json_if_writa
 
 VECTOR, ID = "vector", "id"
 LOADING = "__loading"
+INDEX_TIMEOUT_S = 6 * 3600  # an HNSW build over millions of vectors takes minutes to hours
 _clients: dict[tuple[str, str | None], object] = {}
 _clients_lock = threading.Lock()
 
@@ -157,7 +158,13 @@ class MilvusIndex(VectorIndex):
         params = c.prepare_index_params()
         extra = {"M": self.m, "efConstruction": max(2 * self.m, 64)} if self.index_type == "HNSW" else {}
         params.add_index(field_name=VECTOR, index_type=self.index_type, metric_type="IP", params=extra)
-        self._call("build the vector index", lambda: c.create_index(building, params))
+        try:
+            self._call("build the vector index", lambda: c.create_index(building, params, timeout=INDEX_TIMEOUT_S))
+        except GraspError:
+            # a long build can outlive the call's connection; pymilvus then asks again, and the server answers that
+            # the index it is building (or built) already exists: that index is the one wanted
+            if VECTOR not in (self._call("list indexes", lambda: c.list_indexes(building)) or []):
+                raise
         sha = content_sha256(self.ids, vectors)
         self._call("record the checksum", lambda: c.alter_collection_properties(
             building, {"grasp.rows": str(self.ids.size), "grasp.sha256": sha}))
