@@ -1,9 +1,9 @@
 """The vector backends side by side in one run: build time, query latency and recall against exact search.
 
     python bench/vector_backends.py [--skb DIR ...] [--synthetic ROWS ...] [--queries 100] [--k 100]
-        [--dim 384] [--seed 0] [--json FILE]
+        [--dim 384] [--seed 0] [--backend "milvus HNSW" ...] [--json FILE]
 
-For each KB (``--skb``; the demo by default) the document vectors of its largest candidate type (the matrix the
+For each KB (``--skb``; the demo when neither ``--skb`` nor ``--synthetic`` is given) the document vectors of its largest candidate type (the matrix the
 dense baseline and a descriptive anchor search; built and cached by the workspace, MiniLM) are searched with the
 vectors of its own queries; for each ``--synthetic ROWS`` a STaRK-sized matrix of seeded unit vectors in clusters is
 searched with noisy copies of some of its rows. Backends, each over the
@@ -108,10 +108,13 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backend", dest="backends", action="append",
+                    choices=["faiss HNSW", "milvus FLAT", "milvus HNSW"], help="measure only these (exact always)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    backends = ["exact", "faiss HNSW", "milvus FLAT", "milvus HNSW"]
-    sets = [kb_matrix(p, args.queries) for p in (args.skb if args.skb is not None else [DEMO_SKB])]
+    backends = ["exact", *(args.backends or ["faiss HNSW", "milvus FLAT", "milvus HNSW"])]  # exact: the truth
+    kbs = args.skb if args.skb is not None else ([] if args.synthetic else [DEMO_SKB])
+    sets = [kb_matrix(p, args.queries) for p in kbs]
     sets += [synthetic_matrix(rows, args.dim, args.queries, args.seed) for rows in args.synthetic]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
