@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from grasp.config import VectorIndexConfig  # noqa: E402
-from grasp.encode.index import ExactIndex, FaissIndex, VectorIndex  # noqa: E402
+from grasp.encode.index import VectorIndex, open_index  # noqa: E402
 
 
 def kb_matrix(skb_dir: Path, n_queries: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
@@ -58,17 +58,10 @@ def synthetic_matrix(rows: int, dim: int, n_queries: int, seed: int) -> tuple[st
 
 
 def build(backend: str, ids: np.ndarray, matrix: np.ndarray, root: Path, label: str) -> VectorIndex:
-    if backend == "exact":
-        return ExactIndex(matrix, ids)
-    if backend == "faiss HNSW":
-        return FaissIndex(matrix, ids, path=root / f"{label}.index", m=32, ef_search=128)
-    from grasp.encode.milvus import MilvusIndex
-
-    config = VectorIndexConfig()
-    index_type = backend.split()[-1]
-    return MilvusIndex(matrix, ids, uri=str(root / "milvus.db"), name=f"grasp_bench_{label}_{index_type}",
-                       record=root / f"milvus-{label}-{index_type}.json", index_type=index_type, m=config.faiss_m,
-                       ef_search=config.faiss_ef_search, batch_rows=config.milvus_batch_rows, progress=False)
+    """The index grasp would open with this backend configured (its defaults: HNSW's m 32, ef 128)."""
+    kind, _, index_type = backend.partition(" ")
+    config = VectorIndexConfig(backend=kind, **({"milvus_index": index_type} if kind == "milvus" else {}))
+    return open_index(matrix, ids, config, label=label, key=["bench", label], root=root, progress=False)
 
 
 def measure(label: str, ids: np.ndarray, matrix: np.ndarray, queries: np.ndarray, k: int, root: Path,
