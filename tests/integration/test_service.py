@@ -113,3 +113,49 @@ def test_streamed_search_announces_each_stage_then_answers(client):
     assert [h["node_id"] for h in final["hits"]] == [h["node_id"] for h in plain["hits"]]
     bad = client.post("/search/stream", json={"query": "", "k": 2})
     assert bad.status_code == 422
+
+
+def test_new_questions_arriving_together_are_planned_in_one_batch(toy_dir, tmp_path):
+    """Searches run one at a time, but their plans are made first on a pool of planning threads: new questions
+    sent at once reach the torch engine together and are decoded as one batch (a tiny random-weight model stands
+    in for the planner LLM, the service's external boundary); each search then finds its plan cached. The stream
+    announces the planning first."""
+    import json
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    pytest.importorskip("llguidance")
+    from grasp.api import Searcher
+    from grasp.config import load_config
+    from grasp.plan.torch_llm import TorchChatClient
+    from tests.tiny_llm import tiny_chat_model
+
+    config = load_config(None, [f"cache_dir={tmp_path / 'cache'}", "graph.engine=memory", "encoder.max_length=128",
+                                "planner.kind=openai", "planner.base_url=http://127.0.0.1:9/v1", "planner.workers=8",
+                                "planner.format=flat", "planner.retries=0", "planner.max_tokens=96"])
+    searcher = Searcher.open(toy_dir, method="graph", config=config)
+    tokenizer, model = tiny_chat_model()
+    llm = TorchChatClient(tokenizer, model, batch=8, model_id="tiny")
+    sizes: list[int] = []
+    decode, first = llm.generate, threading.Event()
+
+    def recording(batch):
+        sizes.append(len(batch))
+        if not first.is_set():  # the first question holds the model a moment: the others arrive meanwhile
+            first.set()
+            time.sleep(0.5)
+        return decode(batch)
+
+    llm.generate = recording
+    searcher.workspace.planner._client = llm  # the endpoint replaced by the in-process model
+    client = TestClient(create_app(searcher))
+    questions = ["genes on chromosome 2", "potassium channel genes", "a process of the heart", "sodium transport"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda q: client.post("/search", json={"query": q, "k": 3}), questions))
+    assert [a.status_code for a in answers] == [200] * 4
+    assert sum(sizes) == 4 and max(sizes) >= 3, sizes  # one plan each, all but the first in one batch
+    assert all(searcher.workspace.planner.cached(q) is not None for q in questions)
+    r = client.post("/search/stream", json={"query": "genes of the sodium channel", "k": 2})
+    stages = [json.loads(line).get("stage") for line in r.text.splitlines() if line.strip()]
+    assert stages[0] == "planning" and sizes[-1] == 1

@@ -1,8 +1,8 @@
 """The planner's PyTorch engine (grasp.plan.torch_llm): requests decoded together in one batch, over a
 shared prompt prefix, give exactly what each gives decoded alone; decoding obeys the JSON schema.
 
-A tiny Qwen2 model with random weights and a byte-level BPE tokenizer trained here stand in for the real
-planner (the same code path; the real model is exercised by the slow test at the end)."""
+A tiny Qwen2 model with random weights and a byte-level BPE tokenizer (tests.tiny_llm) stand in for the real
+planner (the same code path; the real model is exercised in tests/external/test_gguf_models.py)."""
 
 from __future__ import annotations
 
@@ -15,32 +15,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("llguidance")
 
 from grasp.plan.torch_llm import TorchChatClient, _Request  # noqa: E402
-
-SYSTEM = "You turn questions into JSON plans. " * 6
-SCHEMA = {"type": "object", "properties": {"label": {"enum": ["gene", "disease", "pathway"]},
-                                           "risk": {"enum": ["weak", "normal"]}, "hops": {"type": "boolean"}},
-          "required": ["label", "risk", "hops"], "additionalProperties": False}
-QUERIES = ["which gene is on chromosome 2", "a disease", "pathways that involve sodium channels in neurons"]
+from tests.tiny_llm import QUERIES, SCHEMA, SYSTEM, tiny_chat_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator([SYSTEM, *QUERIES, json.dumps(SCHEMA), '{"label": "gene", "hops": true}'] * 3, trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tokenizer.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-                               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
-    model = Qwen2ForCausalLM(config).eval()
+    tokenizer, model = tiny_chat_model()
     return TorchChatClient(tokenizer, model, batch=8, model_id="tiny")
 
 
@@ -117,3 +97,51 @@ def test_decoding_equals_transformers_own_greedy_generation(client):
             out = client.model.generate(ids, max_new_tokens=16, do_sample=False, eos_token_id=sorted(client._eos),
                                         pad_token_id=client.tokenizer.pad_token_id)
         assert reply == client.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def plain_greedy(client):
+    """The same model and tokenizer decoding one token per forward pass (no drafts)."""
+    return TorchChatClient(client.tokenizer, client.model, batch=1, model_id="tiny", draft_tokens=0)
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, None], ids=["grammar", "free"])
+def test_drafted_decoding_of_one_request_equals_plain_greedy(client, schema):
+    """A request decoded alone checks drafted tokens (the grammar's forced ones, then prompt lookups) several per
+    pass; the reply is the one plain greedy decoding writes, in fewer forward passes."""
+    plain = plain_greedy(client)
+    passes = []
+    forward = client._forward
+    client._forward = lambda tokens, pos, cache, keep: passes.append(len(tokens)) or forward(tokens, pos, cache,
+                                                                                            keep=keep)
+    try:
+        for q in QUERIES:
+            want = plain.generate([request(q, schema=schema, max_tokens=40)])[0]
+            passes.clear()
+            got = client.generate([request(q, schema=schema, max_tokens=40)])[0]
+            assert got == want
+            written = len(client.tokenizer(got)["input_ids"])
+            if schema is not None:  # the grammar forces most of a small JSON object: far fewer passes than tokens
+                assert len(passes) - 1 < written / 2, (passes, written)
+    finally:
+        client._forward = forward
+
+
+def test_lookup_drafts_continue_the_last_occurrence():
+    from grasp.plan.torch_llm import _draft_from_lookup
+
+    history = [5, 6, 7, 8, 9, 1, 2, 5, 6, 7, 3, 4, 5, 6]
+    assert _draft_from_lookup(history, 3) == [7, 3, 4]  # "5 6" last seen before at index 7, then 7 3 4
+    assert _draft_from_lookup(history + [7], 2) == [3, 4]  # the longest tail that recurs ("5 6 7") decides
+    assert _draft_from_lookup([1, 2, 3], 4) == []  # 3 never occurred before
+    assert _draft_from_lookup(history, 0) == []
+
+
+def test_only_the_system_turn_is_kept_as_prefix(client):
+    """A lone question's prefix is the system turn every later question shares, not its own prompt."""
+    fresh = TorchChatClient(client.tokenizer, client.model, batch=1, model_id="tiny")
+    fresh.generate([request(QUERIES[0])])
+    kept = fresh._prefix[0]
+    system = fresh._tokens([{"role": "system", "content": SYSTEM}], generation=False)
+    assert list(kept) == system[: len(kept)] and len(kept) >= len(system) - 1
+    fresh.generate([request(QUERIES[1])])
+    assert fresh._prefix[0] == kept

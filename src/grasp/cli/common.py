@@ -28,14 +28,18 @@ queries_option = click.option(
 
 
 def stage_printer(ctx: click.Context):
-    """While a command waits on the pipeline, print each stage as it starts (on stderr; not with -q)."""
+    """While a command waits on the pipeline, print each stage as it starts, with the seconds since the first one
+    (on stderr; not with -q)."""
     import contextlib
+    import time
 
     from grasp.progress import listening
 
     if not ctx.obj["progress"]:
         return contextlib.nullcontext()
-    return listening(lambda stage, message: click.echo(f"… {stage}: {message}", err=True))
+    t0 = time.perf_counter()
+    return listening(lambda stage, message: click.echo(f"… {time.perf_counter() - t0:5.1f} s {stage}: {message}",
+                                                       err=True))
 
 
 def workspace(ctx: click.Context, skb_dir: Path, stark_dataset: str | None = None) -> Workspace:

@@ -80,6 +80,11 @@ def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     if note and "graph" in searcher.stage_names:
         click.echo(f"note: {note}", err=True)
     with stage_printer(ctx):
+        planned = searcher.plan_ahead(query)  # shown before the other stages run
+        if planned is not None and ctx.obj["progress"]:
+            made = "cached" if planned.cached else f"made in {planned.seconds:.1f} s"
+            click.echo(f"… plan ({made}, {planned.check.status}): "
+                       f"{json.dumps(planned.check.plan.dump(), ensure_ascii=False)}", err=True)
         result = searcher.search(query, k, explain=explain)
     for h in result.hits:
         row = {"rank": h.rank, "node_id": h.node_id, "type": h.type, "name": h.name, "score": round(h.score, 4)}

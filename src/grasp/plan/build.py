@@ -34,9 +34,22 @@ def build_chat_client(cfg: PlannerConfig, *, cache_root: Path, seed: int) -> Cha
         from grasp.plan.torch_llm import TorchChatClient
 
         return TorchChatClient.from_gguf(local_planner_path(cfg, cache_root), batch=cfg.batch, threads=cfg.threads,
-                                         seed=seed, model_id=cfg.model)
+                                         seed=seed, model_id=cfg.model, draft_tokens=cfg.draft_tokens,
+                                         precision=cfg.precision)
     return LocalGGUFClient(local_planner_path(cfg, cache_root), n_ctx=cfg.n_ctx, threads=cfg.threads, slots=cfg.slots,
-                           flash_attn=cfg.flash_attn, seed=seed, model_id=cfg.model)
+                           flash_attn=cfg.flash_attn, seed=seed, model_id=cfg.model,
+                           speculative=None if cfg.llama_speculative == "none" else cfg.llama_speculative)
+
+
+def client_concurrency(cfg: PlannerConfig) -> int:
+    """How many requests the configured planner client serves at once (what its client's ``concurrency`` will say),
+    known before the model loads: the torch engine's batch, llama.cpp's slots, an endpoint's workers; 1 when plans
+    are only replayed."""
+    if cfg.kind == "cache":
+        return 1
+    if cfg.kind == "openai":
+        return cfg.workers
+    return cfg.batch if local_engine(cfg) == "torch" else cfg.slots
 
 
 def local_engine(cfg: PlannerConfig) -> str:

@@ -119,7 +119,10 @@ class LocalGGUFClient(ChatClient):
     engine = "llama.cpp"
 
     def __init__(self, model_path: Path, *, n_ctx: int = 8192, threads: int | None = None, slots: int = 1,
-                 flash_attn: bool = True, seed: int = 13, model_id: str | None = None) -> None:
+                 flash_attn: bool = True, seed: int = 13, model_id: str | None = None,
+                 speculative: str | None = None) -> None:
+        """``speculative``: llama.cpp's n-gram speculative decoding ("ngram_simple", "ngram_map_k": drafts
+        looked up in the prompt and checked in one pass), or None."""
         try:
             import xllamacpp as xl
         except ImportError:
@@ -141,6 +144,13 @@ class LocalGGUFClient(ChatClient):
         p.cpuparams_batch.n_threads = threads
         p.sampling.temp = 0.0
         p.sampling.seed = seed
+        if speculative is not None:
+            kind = getattr(xl.common_speculative_type, f"COMMON_SPECULATIVE_TYPE_{speculative.upper()}", None)
+            if kind is None:
+                raise ConfigError(f"xllamacpp has no speculative decoding {speculative!r}")
+            p.speculative.types = [kind]
+            for ngram in (p.speculative.ngram_simple, p.speculative.ngram_map_k):
+                ngram.size_n, ngram.size_m = 3, 16  # look up the last 3 tokens, draft up to 16
         p.warmup = False
         p.verbosity = -1
         p.log_json = False

@@ -7,6 +7,7 @@ times; a plan that still fails degrades to ``no_trade``. Every outcome is cached
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +68,7 @@ class Planner:
         self.samples, self.temperature, self.seed = samples, temperature, seed  # execution-guided planning
         self.skb = skb
         self._client = client
+        self._client_lock = threading.Lock()  # the factory runs once, whichever thread plans first
         self.cache = cache
         self.builder = builder or PromptBuilder(skb)
         self.nearest = nearest
@@ -83,7 +85,9 @@ class Planner:
     @property
     def client(self) -> ChatClient:
         if self._client is not None and not isinstance(self._client, ChatClient):
-            self._client = self._client()
+            with self._client_lock:
+                if not isinstance(self._client, ChatClient):
+                    self._client = self._client()
         return self._client  # type: ignore[return-value]
 
     def check(self, raw: str) -> PlanCheck:

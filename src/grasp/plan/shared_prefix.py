@@ -56,6 +56,14 @@ def shared_prefix_layer_class():
         def get_seq_length(self) -> int:
             return self.n_prefix + self._n
 
+        def crop(self, tokens_to_remove: int) -> None:
+            """Forget the last ``-tokens_to_remove`` of the rows' own tokens (a rejected draft's), as transformers'
+            layers do."""
+            if tokens_to_remove > 0:
+                raise ValueError("crop takes a negative count of tokens to remove")
+            self._n = max(0, self._n + tokens_to_remove)
+            self._views()
+
         def batch_select_indices(self, indices) -> None:
             self._k, self._v = self._k[indices], self._v[indices]  # one copy when rows leave the batch
             self._views()

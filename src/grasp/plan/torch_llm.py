@@ -10,7 +10,12 @@ arrive together as one batch:
   every query) is computed once and kept, so each request pays only for its own user message;
 - decoding is constrained by the same llguidance grammar the llama.cpp client uses (one matcher per
   request), greedy at temperature 0, sampled from a per-request seeded generator otherwise;
-- a finished request leaves the batch at once, so short plans do not wait on long ones' compute.
+- a finished request leaves the batch at once, so short plans do not wait on long ones' compute;
+- a request decoded alone (a person's one question) drafts the tokens it will probably write next and checks
+  them all in one forward pass (:meth:`TorchChatClient._generate_one`): the tokens the grammar forces (braces,
+  keys, the rest of a type name once a prefix decides it) and the tokens that follow the last few written ones
+  in the prompt (anchor text copied from the question, a plan shape copied from a worked example). A draft
+  token is kept only where it is the token greedy decoding picks there, so the reply is greedy decoding's.
 
 Requests come from :meth:`ChatClient.chat` calls on several threads (``Planner.plan_many`` keeps
 ``concurrency`` of them in flight); one worker thread gathers what is waiting into a batch.
@@ -52,14 +57,18 @@ class TorchChatClient(ChatClient):
     engine = "torch"
 
     def __init__(self, tokenizer, model, *, batch: int = 32, seed: int = 13, model_id: str = "torch",
-                 wait_s: float = 0.05, prefix_dir: Path | None = None) -> None:
+                 wait_s: float = 0.05, prefix_dir: Path | None = None, draft_tokens: int = 16) -> None:
         """``prefix_dir``: where computed prompt prefixes are kept across processes (keyed by the model and
-        the prefix's tokens), so a new process does not recompute the planner's system prompt."""
+        the prefix's tokens), so a new process does not recompute the planner's system prompt.
+        ``draft_tokens``: the most tokens a request decoded alone drafts and checks per forward pass (0: one
+        token per pass, plain greedy decoding)."""
         self.tokenizer, self.model = tokenizer, model
         self.prefix_dir = Path(prefix_dir) if prefix_dir else None
         self.concurrency = batch  # the most requests decoded at once, and so kept in flight by the planner
         self.seed = seed
         self.wait_s = wait_s
+        self.draft_tokens = draft_tokens
+        self.precision = str(model.dtype)  # what the prefix's keys and values depend on (from_gguf names it)
         self.model_id = model_id
         self.vocab = int(self.model.config.vocab_size)
         self._lltok = None
@@ -73,13 +82,15 @@ class TorchChatClient(ChatClient):
 
     @classmethod
     def from_gguf(cls, model_path: Path, *, batch: int = 32, threads: int | None = None, seed: int = 13,
-                  model_id: str | None = None, precision: str = "auto", keep_prefixes: bool = True) -> TorchChatClient:
+                  model_id: str | None = None, precision: str = "auto", keep_prefixes: bool = True,
+                  draft_tokens: int = 16) -> TorchChatClient:
         """The client of a GGUF file (loaded as :func:`load_gguf_as_torch` does), in bfloat16 where the CPU
-        multiplies it natively (``precision="auto"``), else float32; computed prompt prefixes are kept on disk
-        beside the converted model unless ``keep_prefixes`` is false."""
+        multiplies it natively (``precision="auto"``), else float32, or with every linear layer in int8 (dynamic
+        quantization of the float32 model: a quarter of bfloat16's bytes read per token); computed prompt prefixes
+        are kept on disk beside the converted model unless ``keep_prefixes`` is false."""
         import torch
 
-        from grasp.encode.encoder import resolve_precision
+        from grasp.encode.encoder import quantize_int8, resolve_precision
 
         try:
             import llguidance  # noqa: F401
@@ -87,12 +98,15 @@ class TorchChatClient(ChatClient):
             raise ConfigError("planner.engine 'torch' needs llguidance: pip install 'llguidance==1.9.1'") from None
         torch.set_num_threads(threads or os.cpu_count() or 1)
         precision = resolve_precision(precision, "cpu")
-        if precision not in ("bf16", "fp32"):
-            raise ConfigError(f"the torch planner runs in bf16 or fp32, not {precision!r}")
         tokenizer, model = load_gguf_as_torch(Path(model_path),
                                               dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
-        return cls(tokenizer, model, batch=batch, seed=seed, model_id=model_id or f"gguf:{Path(model_path).name}",
-                   prefix_dir=converted_dir(Path(model_path)) / "prefixes" if keep_prefixes else None)
+        if precision == "int8":
+            model = quantize_int8(model)
+        client = cls(tokenizer, model, batch=batch, seed=seed, model_id=model_id or f"gguf:{Path(model_path).name}",
+                     prefix_dir=converted_dir(Path(model_path)) / "prefixes" if keep_prefixes else None,
+                     draft_tokens=draft_tokens)
+        client.precision = precision
+        return client
 
     # --- the public side: one request per call, from any thread -----------------------------
 
@@ -154,7 +168,7 @@ class TorchChatClient(ChatClient):
     def _prefix_path(self, ids: list[int]) -> Path | None:
         if self.prefix_dir is None:
             return None
-        key = [self.model_id, str(self.model.dtype), self.model.config.num_hidden_layers, ids]
+        key = [self.model_id, self.precision, self.model.config.num_hidden_layers, ids]
         return self.prefix_dir / f"prefix-{stable_hash(key, 24)}.pt"
 
     def _stored_prefix(self, ids: list[int]) -> list | None:
@@ -179,17 +193,113 @@ class TorchChatClient(ChatClient):
             with atomic_file(path, "wb") as f:
                 torch.save([(k.contiguous(), v.contiguous()) for k, v in layers], f)
 
+    def _tokens(self, messages: list[dict[str, str]], *, generation: bool) -> list[int]:
+        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=True)
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)  # ids, or an encoding
+
+    def _shared_length(self, requests: list[_Request], prompts: list[list[int]]) -> int:
+        """How many leading tokens the batch computes once (and keeps): what every prompt shares, no further
+        than the end of the system turn (what the next batch or the next lone question will share too; a
+        lone question's own words are never kept), and short of every prompt's last token."""
+        shared = _common_prefix(prompts)
+        first = requests[0].messages
+        if first and first[0].get("role") == "system":
+            shared = min(shared, _common_prefix([prompts[0], self._tokens(first[:1], generation=False)]))
+        return min(shared, min(len(p) for p in prompts) - 1)  # every request keeps a token of its own
+
+    def _generate_one(self, request: _Request, prompt: list[int], shared: int) -> str:
+        """Greedy decoding of one request, several tokens per forward pass: after each pass the request drafts
+        the tokens the grammar forces next, then the tokens that followed the last written ones where they
+        last occurred in the prompt or the reply (:func:`_draft_from_lookup`), and the next pass checks them
+        all at once. Each draft token is kept while it is the token greedy decoding picks at its place (the
+        first one that is not is replaced by greedy's); the cache drops what was computed past the last
+        kept token. The reply is plain greedy decoding's, up to the floating-point sums of a wider pass."""
+        import torch
+        from transformers import DynamicCache
+
+        matcher = self._matcher(request.json_schema)
+        cache = DynamicCache()
+        if shared > 0:
+            layer = shared_prefix_layer_class()
+            room = len(prompt) - shared + request.max_tokens + self.draft_tokens + 2
+            cache.layers = [layer(k, v, 1, room) for k, v in self._prefix_cache(prompt[:shared])]
+        history = list(prompt)  # what the drafts are looked up in: the prompt, then the reply so far
+        out: list[int] = []
+        feed, pos = prompt[shared:], shared
+        with torch.inference_mode(), shared_prefix(self.model, cache if shared > 0 else None):
+            logits = self._forward(feed, pos, cache, keep=1)
+            pos += len(feed)
+            while True:
+                token = self._pick(logits[-1], matcher)
+                if self._accept(token, out, history, matcher, request):
+                    break
+                draft = self._draft(matcher, history, request.max_tokens - len(out))
+                logits = self._forward([token, *draft], pos, cache, keep=len(draft) + 1)
+                pos += 1
+                kept, done = 0, False
+                for j, d in enumerate(draft):
+                    if self._pick(logits[j], matcher) != d:
+                        break
+                    kept += 1
+                    pos += 1
+                    if self._accept(d, out, history, matcher, request):
+                        done = True
+                        break
+                if done:
+                    break
+                extra = cache.get_seq_length() - pos
+                if extra > 0:
+                    cache.crop(-extra)
+                logits = logits[: kept + 1]
+        return self.tokenizer.decode(out, skip_special_tokens=True)
+
+    def _forward(self, tokens: list[int], pos: int, cache, *, keep: int):
+        """The model's last ``keep`` logits (float32, one row each) for ``tokens`` placed at ``pos``."""
+        import torch
+
+        ids = torch.tensor([tokens])
+        positions = torch.arange(pos, pos + len(tokens))[None]
+        out = self.model(input_ids=ids, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=keep)
+        return out.logits[0].float()
+
+    def _pick(self, logits, matcher) -> int:
+        """Greedy's token at one position: the highest logit the grammar allows (in its present state)."""
+        row = logits[None].clone()
+        self._constrain(row, [matcher])
+        return int(row[0].argmax())
+
+    def _accept(self, token: int, out: list[int], history: list[int], matcher, request: _Request) -> bool:
+        """Append ``token`` to the reply (and to the grammar's state); whether the reply is finished."""
+        if matcher is not None:
+            matcher.consume_token(token)
+        if token not in self._eos:
+            out.append(token)
+            history.append(token)
+        return (token in self._eos or len(out) >= request.max_tokens
+                or (matcher is not None and (matcher.is_stopped() or matcher.is_error())))
+
+    def _draft(self, matcher, history: list[int], room: int) -> list[int]:
+        """Tokens to check in the next pass: those the grammar forces, then those a lookup in the prompt and
+        the reply suggests after them, cut where the grammar would refuse one."""
+        limit = min(self.draft_tokens, room - 1)
+        if limit <= 0:
+            return []
+        forced = list(matcher.compute_ff_tokens()[:limit]) if matcher is not None else []
+        draft = forced + _draft_from_lookup(history + forced, limit - len(forced))
+        if matcher is not None and len(draft) > len(forced):
+            draft = draft[: matcher.validate_tokens(draft)]
+        return draft
+
     def generate(self, requests: list[_Request]) -> list[str]:
         """Decode a batch of requests together; their replies in order."""
         import torch
         from transformers import DynamicCache
 
-        prompts = [self.tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=True)
-                   for r in requests]
-        prompts = [list(p["input_ids"] if hasattr(p, "keys") else p) for p in prompts]  # ids, or an encoding
+        prompts = [self._tokens(r.messages, generation=True) for r in requests]
         n = len(requests)
-        shared = _common_prefix(prompts)
-        shared = min(shared, min(len(p) for p in prompts) - 1)  # every request keeps a token of its own
+        shared = self._shared_length(requests, prompts)
+        if n == 1 and self.draft_tokens > 0 and requests[0].temperature <= 0:
+            return [self._generate_one(requests[0], prompts[0], shared)]
         suffixes = [p[shared:] for p in prompts]
         width = max(len(s) for s in suffixes)
 
@@ -267,6 +377,26 @@ class TorchChatClient(ChatClient):
             llnp.fill_next_token_bitmask(matchers[r], bitmask, j)
         allowed = np.unpackbits(bitmask.view(np.uint8), axis=1, bitorder="little")[:, : logits.shape[1]]
         logits[rows] = logits[rows].masked_fill(torch.from_numpy(allowed == 0), float("-inf"))
+
+
+def _draft_from_lookup(history: list[int], limit: int, *, longest: int = 8) -> list[int]:
+    """Up to ``limit`` tokens that followed the last ``n`` tokens of ``history`` (n from ``longest`` down to 1)
+    where they occurred last before (prompt-lookup drafting: a plan copies its anchors from the question and
+    its shape from the worked examples)."""
+    if limit <= 0 or len(history) < 2:
+        return []
+    seq = np.asarray(history)
+    for n in range(min(longest, len(seq) - 1), 0, -1):
+        tail = seq[-n:]
+        # every start i < len - n where seq[i:i+n] == tail, found by comparing shifted views
+        hits = np.ones(len(seq) - n, dtype=bool)
+        for k in range(n):
+            hits &= seq[k : len(seq) - n + k] == tail[k]
+        found = np.flatnonzero(hits)
+        if len(found):
+            start = int(found[-1]) + n
+            return [int(t) for t in seq[start : start + limit]]
+    return []
 
 
 def _common_prefix(seqs: list[list[int]]) -> int:

@@ -4,7 +4,10 @@ and OpenAPI docs at ``/docs``.
 Requests are validated at the edge (query length, k range) and answered with a 4xx that says
 what is wrong. Nothing a request sends can change the graph or the indexes: the graph stage
 runs one parameterised, read-only Cypher query per plan, and the searcher is used from one worker thread
-(its models and database connection are not thread-safe), so concurrent requests queue.
+(its models and database connection are not thread-safe), so concurrent searches queue. Their plans do not:
+each request is planned first on a pool of planning threads, as many as the planner serves at once, so new
+questions arriving together are decoded together (the torch engine's batch) and each search then finds its
+plan cached.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from grasp import __version__, methods
 from grasp.api import Searcher
 from grasp.errors import GraspError, InputError
 from grasp.inputs import MAX_K, MAX_QUERY_CHARS, query_problem
+from grasp.plan.build import client_concurrency
 from grasp.progress import listening
 
 STATIC = Path(__file__).parent / "static"
@@ -113,6 +117,9 @@ def create_app(searcher: Searcher) -> FastAPI:
     # requests queue here, and one thread's allocations keep the process's memory from spreading over per-thread
     # malloc arenas (measured in bench/service_soak.py)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grasp-search")
+    # plans are made before a request's turn on the worker, many at once (Searcher.plan_ahead)
+    planning = ThreadPoolExecutor(max_workers=client_concurrency(searcher.workspace.config.planner),
+                                  thread_name_prefix="grasp-plan")
     started = time.time()
 
     @app.exception_handler(RequestValidationError)
@@ -129,8 +136,9 @@ def create_app(searcher: Searcher) -> FastAPI:
 
     @app.post("/search", response_model=SearchResponse, response_model_exclude_none=True)
     async def search(req: SearchRequest) -> dict[str, Any]:
-        result = await asyncio.get_running_loop().run_in_executor(
-            worker, lambda: searcher.search(req.query, req.k, explain=req.explain))
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(planning, searcher.plan_ahead, req.query)
+        result = await loop.run_in_executor(worker, lambda: searcher.search(req.query, req.k, explain=req.explain))
         out = result.to_dict()
         if not req.explain:
             out["explain"] = None
@@ -138,13 +146,29 @@ def create_app(searcher: Searcher) -> FastAPI:
 
     @app.post("/search/stream")
     def search_stream(req: SearchRequest) -> StreamingResponse:
-        """The same search, as NDJSON lines: one ``{"stage", "message"}`` per pipeline stage as it starts (planning,
-        linking, executing, rescoring, mfar, fusing, reranking), then ``{"result": ...}`` or ``{"error", "status"}``."""
+        """The same search, as NDJSON lines: one ``{"stage", "message", "elapsed_s"}`` per pipeline stage as it starts
+        (planning, linking, executing, rescoring, mfar, fusing, reranking), ``{"plan", "status", "cached", "seconds"}``
+        as soon as the plan exists (methods with a graph stage), then ``{"result": ...}`` or ``{"error", "status"}``."""
         events: queue.Queue = queue.Queue()
+        t0 = time.perf_counter()
+
+        def stage(name: str, message: str) -> None:
+            events.put({"stage": name, "message": message, "elapsed_s": round(time.perf_counter() - t0, 3)})
+
+        def plan() -> None:
+            try:
+                with listening(stage):
+                    outcome = searcher.plan_ahead(req.query)
+                if outcome is not None:  # shown while the other stages run
+                    events.put({"plan": outcome.check.plan.dump(), "status": outcome.check.status,
+                                "cached": outcome.cached, "seconds": round(outcome.seconds, 3),
+                                "elapsed_s": round(time.perf_counter() - t0, 3)})
+            finally:
+                worker.submit(work)
 
         def work() -> None:
             try:
-                with listening(lambda stage, message: events.put({"stage": stage, "message": message})):
+                with listening(stage):
                     result = searcher.search(req.query, req.k, explain=req.explain)
                 out = result.to_dict()
                 if not req.explain:
@@ -157,7 +181,7 @@ def create_app(searcher: Searcher) -> FastAPI:
             finally:
                 events.put(None)
 
-        worker.submit(work)
+        planning.submit(plan)
         lines = iter(events.get, None)
         return StreamingResponse((json.dumps(item, default=str) + "\n" for item in lines),
                                  media_type="application/x-ndjson")
