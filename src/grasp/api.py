@@ -172,8 +172,8 @@ class Searcher:
 
     def plan_ahead(self, query: str) -> PlanOutcome | None:
         """Plan ``query`` now (every plan its search will use), so that searching it finds them cached, and return
-        its greedy plan (None when the method has no graph stage or planning failed: the search meets the failure
-        and reports it). Safe from many threads at once: questions planned together share the local model's
+        its greedy plan (None when the method has no graph stage, or no plan was made: no model and no cached plan,
+        or a failure, which the search meets and reports). Safe from many threads at once: questions planned together share the local model's
         batches (the torch engine decodes what arrives together as one batch), where searches run one at a time."""
         if "graph" not in self.stage_names:
             return None
@@ -184,12 +184,14 @@ class Searcher:
             for sample in range(planner.samples):
                 outcome = planner.cached(text, sample)
                 if outcome is None:
-                    announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
+                    if planner.has_llm:
+                        announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
                     outcome = planner.plan(text, sample)
                 outcomes.append(outcome)
         except GraspError:
             return None
-        return outcomes[0]
+        planned = outcomes[0].cached or outcomes[0].attempts > 0  # else no model and no cached plan: nothing made
+        return outcomes[0] if planned else None
 
     @property
     def stage_names(self) -> list[str]:

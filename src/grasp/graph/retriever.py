@@ -138,7 +138,8 @@ class GraphRetriever(Retriever):
         if outcome is None:
             outcome = self.planner.cached(query.text)  # one lookup: a cached plan is parsed and checked once
             if outcome is None:
-                announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
+                if self.planner.has_llm:
+                    announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
                 outcome = self.planner.plan(query.text)
         outcomes = [outcome, *(self.planner.plan(query.text, i) for i in range(1, self.planner.samples))]
         t1 = time.perf_counter()

@@ -90,6 +90,11 @@ class Planner:
                     self._client = self._client()
         return self._client  # type: ignore[return-value]
 
+    @property
+    def has_llm(self) -> bool:
+        """Whether a query with no cached plan reaches an LLM (else it degrades or raises at once)."""
+        return self._client is not None
+
     def check(self, raw: str) -> PlanCheck:
         """The reply validated (and repaired) as a flat plan; a nested reply is flattened first."""
         if self.nested:
