@@ -34,7 +34,6 @@ from grasp.methods import METHODS
 from grasp.packaged import DEMO_SKB
 from grasp.plan.build import degrade_missing_planner
 from grasp.plan.planner import PlanOutcome
-from grasp.progress import announce
 from grasp.results import Query, Ranking, Run, StageTrace
 from grasp.workspace import Workspace
 
@@ -172,22 +171,16 @@ class Searcher:
 
     def plan_ahead(self, query: str) -> PlanOutcome | None:
         """Plan ``query`` now (every plan its search will use), so that searching it finds them cached, and return
-        its greedy plan (None when the method has no graph stage, or no plan was made: no model and no cached plan,
-        or a failure, which the search meets and reports). Safe from many threads at once: questions planned together share the local model's
-        batches (the torch engine decodes what arrives together as one batch), where searches run one at a time."""
+        its greedy plan: None when the method has no graph stage, or no plan was made (no model and no cached plan,
+        or a failure, which the search meets and reports). Safe from many threads at once: questions planned
+        together share the local model's batches (the torch engine decodes what arrives together as one batch),
+        where searches run one at a time."""
         if "graph" not in self.stage_names:
             return None
         planner = self.workspace.planner
         try:
             text = check_query(query)
-            outcomes = []
-            for sample in range(planner.samples):
-                outcome = planner.cached(text, sample)
-                if outcome is None:
-                    if planner.has_llm:
-                        announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
-                    outcome = planner.plan(text, sample)
-                outcomes.append(outcome)
+            outcomes = [planner.plan(text, sample) for sample in range(planner.samples)]
         except GraspError:
             return None
         planned = outcomes[0].cached or outcomes[0].attempts > 0  # else no model and no cached plan: nothing made

@@ -64,3 +64,12 @@ def print_ranking(ws, ranking, as_json: bool = False) -> None:
                   "score": round(score, 4)}, as_json)
 
 
+
+
+def plan_line(planned, *, cached: str = "cached") -> str:
+    """A plan outcome as one line: how it was made (``cached`` names a replayed one), its status and the plan as
+    JSON."""
+    import json
+
+    made = cached if planned.cached else f"made in {planned.seconds:.1f} s"
+    return f"plan ({made}, {planned.check.status}): {json.dumps(planned.check.plan.dump(), ensure_ascii=False)}"

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from grasp import methods
-from grasp.cli.common import config_of, stage_printer
+from grasp.cli.common import config_of, plan_line, stage_printer
 from grasp.errors import GraspError
 from grasp.packaged import DEMO_SKB
 
@@ -91,7 +91,6 @@ def _fetch_planner(config, progress: bool) -> None:
 
 def _answer_live(ctx, searcher, question: str, note: str | None) -> None:
     """Plan ``question`` with the local planner (shown as soon as it exists), then answer it with every stage."""
-    import json
     import time
 
     click.echo(f"\na new question, planned live (no shipped plan answers it):\nQ: {question}")
@@ -109,9 +108,7 @@ def _answer_live(ctx, searcher, question: str, note: str | None) -> None:
         if planned is None:
             click.echo("  no plan: the dense branch answers alone")
         else:
-            made = "cached by an earlier run" if planned.cached else f"made in {planned.seconds:.1f} s"
-            click.echo(f"  plan ({made}, {planned.check.status}): "
-                       f"{json.dumps(planned.check.plan.dump(), ensure_ascii=False)}")
+            click.echo(f"  {plan_line(planned, cached='cached by an earlier run')}")
         res = searcher.search(question, k=5)
     _print_answer(searcher.workspace, res, set())
     click.echo(f"  answered in {time.perf_counter() - t0:.1f} s in all")

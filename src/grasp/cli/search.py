@@ -13,6 +13,7 @@ from grasp.cli.common import (
     config_of,
     echo_hit,
     method_choice,
+    plan_line,
     print_ranking,
     queries_option,
     skb_option,
@@ -82,9 +83,7 @@ def search(ctx, query, skb_dir, stark_dataset, method, k, as_json, explain):
     with stage_printer(ctx):
         planned = searcher.plan_ahead(query)  # shown before the other stages run
         if planned is not None and ctx.obj["progress"]:
-            made = "cached" if planned.cached else f"made in {planned.seconds:.1f} s"
-            click.echo(f"… plan ({made}, {planned.check.status}): "
-                       f"{json.dumps(planned.check.plan.dump(), ensure_ascii=False)}", err=True)
+            click.echo(f"… {plan_line(planned)}", err=True)
         result = searcher.search(query, k, explain=explain)
     for h in result.hits:
         row = {"rank": h.rank, "node_id": h.node_id, "type": h.type, "name": h.name, "score": round(h.score, 4)}

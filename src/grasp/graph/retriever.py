@@ -136,11 +136,7 @@ class GraphRetriever(Retriever):
         t0 = time.perf_counter()
         planned_before = outcome is not None
         if outcome is None:
-            outcome = self.planner.cached(query.text)  # one lookup: a cached plan is parsed and checked once
-            if outcome is None:
-                if self.planner.has_llm:
-                    announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
-                outcome = self.planner.plan(query.text)
+            outcome = self.planner.plan(query.text)  # the cached plan, else the LLM's (which announces itself)
         outcomes = [outcome, *(self.planner.plan(query.text, i) for i in range(1, self.planner.samples))]
         t1 = time.perf_counter()
         plan_ms = round(1000 * (outcome.seconds if planned_before else t1 - t0), 2)  # the LLM's time when it ran

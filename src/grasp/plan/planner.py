@@ -90,11 +90,6 @@ class Planner:
                     self._client = self._client()
         return self._client  # type: ignore[return-value]
 
-    @property
-    def has_llm(self) -> bool:
-        """Whether a query with no cached plan reaches an LLM (else it degrades or raises at once)."""
-        return self._client is not None
-
     def check(self, raw: str) -> PlanCheck:
         """The reply validated (and repaired) as a flat plan; a nested reply is flattened first."""
         if self.nested:
@@ -129,6 +124,7 @@ class Planner:
         if self._client is None:
             raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
                                 "plan it first with `grasp plans build` or configure an LLM (planner.kind)")
+        announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
         t0 = time.perf_counter()
         messages = self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None)
         raw, error, attempts = "", None, 0
