@@ -1,6 +1,6 @@
 """Every fusion selection rule `grasp tune fusion` compared (static best cell, static flattest region,
-dynamic RRF per link floor), each fitted on validation as fusion.json's info records it, applied to
-the same graph and mFAR runs of a split: did cross-validation pick the rule that holds?
+dynamic RRF per link floor, confidence RRF), each fitted on validation as fusion.json's info records it,
+applied to the same graph and mFAR runs of a split: did cross-validation pick the rule that holds?
 
     python bench/fusion_modes.py --skb ../shared/data/skb/bio [--split test]
 """
@@ -16,9 +16,11 @@ from grasp.fuse.retriever import FusedRetriever, FusionSetting
 from grasp.workspace import Workspace
 
 
-def rule_setting(name: str, rule: dict) -> FusionSetting:
+def rule_setting(name: str, rule: dict, confidence: dict | None) -> FusionSetting:
     if name.startswith("static"):
         return FusionSetting("static", rule["rrf_k"], w=rule["w"])
+    if name == "confidence":
+        return FusionSetting("confidence", rule["rrf_k"], gamma=rule["gamma"], scale=rule["scale"], confidence=confidence)
     return FusionSetting("dynamic", rule["rrf_k"], w_bucket=rule["w_bucket"], m_risk=rule["m_risk"],
                          link_floor=float(rule.get("link_floor", name.split("@")[1])))
 
@@ -40,7 +42,7 @@ def main() -> None:
     g, m = graph.batch_search(queries, 100), mfar.batch_search(queries, 100)
     reports = []
     for name, rule in rules.items():
-        rep = evaluate_run(FusedRetriever(graph, mfar, rule_setting(name, rule)).fuse(g, m, 100), queries,
+        rep = evaluate_run(FusedRetriever(graph, mfar, rule_setting(name, rule, chosen.confidence)).fuse(g, m, 100), queries,
                            candidate_mask=ws.skb.candidate_mask)
         rep.method = (f"{name}{' (chosen)' if name == chosen.info['chosen'] else ''}: "
                       f"val {100 * rule['hit@1']:.1f}, cv {100 * rule['cv_hit@1']:.1f}")

@@ -118,6 +118,8 @@ class FusionConfig(_Section):
     w: float = Field(0.6, ge=0, le=1, description="untuned: the graph ranking's weight in the static RRF served where "
                      "`grasp tune fusion` saved no setting (a KB nobody labelled; how it was chosen: docs/defaults.md)")
     rrf_k: float = Field(100.0, gt=0, description="untuned: the RRF constant of that static fusion")
+    evidence: bool = Field(True, description="`grasp tune fusion` also fits the plan confidence (P(the graph's top "
+                           "answer is right) from evidence) and tries confidence RRF, which weighs the graph by it")
 
 
 class PlannerConfig(_Section):
@@ -200,6 +202,12 @@ class GraphConfig(_Section):
     doc_tau: float = Field(0.90, ge=0, le=1, description="doc mode: keep matches whose cosine is at least tau x the "
                            "best match's")
     rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
+    replan: Literal["off", "empty", "empty_or_hub"] = Field(
+        "off", description="re-planning from execution feedback: when a plan returns no candidate (empty), or also "
+        "more than graph.replan_hub (empty_or_hub), ask the planner once more with what the execution found (its "
+        "anchors' links), and keep the new plan if it returns candidates (fewer, for a hub); an LLM call more")
+    replan_hub: int = Field(1000, ge=1, description="graph.replan=empty_or_hub: candidates above which a plan counts "
+                            "as a hub's")
     buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
     neo4j_uri: str = Field("bolt://localhost:7687", description="engine=neo4j: the Bolt server")
     neo4j_user: str = Field("neo4j", description="engine=neo4j: the user")

@@ -43,7 +43,10 @@ def test_all_stages(toy_dir, tmp_path, capsys):
     assert (tmp_path / "report" / "ablation.png").stat().st_size > 1000
     # the sensitivity figures: final-fusion surfaces (both tuned above), the training curve (validated at its end)
     assert "## Sensitivity" in md and "of the static (w, k) grid lies within one point of its best" in md
-    for png in ("final-fusion-trained.png", "final-fusion-zero-shot.png", "reranker-training.png"):
+    # the plan confidence fitted by tune fusion, judged on the report's split
+    # (two test queries, one right: too few to hold one out, so the validation row says it is in sample)
+    assert "## Plan confidence" in md and "| test | 2 | 50.0 | 1.000 |" in md and "| test (in sample) | 2 |" in md
+    for png in ("final-fusion-trained.png", "final-fusion-zero-shot.png", "reranker-training.png", "reliability.png"):
         assert (tmp_path / "report" / png).stat().st_size > 1000, png
 
 

@@ -516,3 +516,65 @@ def test_a_bank_of_verified_plans_gives_each_query_its_nearest_examples(tmp_path
     assert "Query: movement of sodium ions" in without.builder.system
     assert "Query: movement of sodium ions" not in with_bank.builder.system
     assert "Query: movement of sodium ions" in kept.builder.system and kept.nearest is not None
+
+
+class _ConversationClient(ChatClient):
+    """The LLM boundary for re-planning: replies in order, each request's messages kept."""
+
+    model_id = "scripted"
+    concurrency = 1
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies, self.requests = replies, []
+
+    def chat(self, messages, *, json_schema=None, max_tokens=512, temperature=0.0, seed=None) -> str:
+        self.requests.append(messages)
+        return self.replies[len(self.requests) - 1]
+
+
+EMPTY_PLAN = json.dumps({"anchors": [{"var": "A", "text": "glycosaminoglycan biosynthesis", "label": "process",
+                                      "match_mode": "name"}],
+                         "hops": [{"from": "A", "rel": "is_a", "to_var": "T", "to_label": "process", "dir": "forward"}],
+                         "target": {"var": "T", "labels": ["process"], "relevance_text": ""}, "risk_level": "normal"})
+
+
+@pytest.mark.parametrize("replan, second, kept", [
+    ("empty", _plan("chromosome 2", "chromosome", "on_chromosome"), True),  # the new plan finds the genes: kept
+    ("empty", EMPTY_PLAN.replace("glycosaminoglycan biosynthesis", "ion transport"), False),  # nothing again
+    ("off", None, False),
+])
+def test_a_plan_that_returned_nothing_is_made_again_with_what_execution_found(toy_dir, tmp_path, replan, second, kept):
+    """graph.replan: the first plan (a process with no is_a parent) returns nothing; the planner is asked once
+    more with the conversation so far and the execution's feedback (the anchors' links); the new plan is kept only
+    when it returns candidates, and it is cached under that feedback, so a replay asks nothing."""
+    from grasp.config import load_config
+    from grasp.workspace import Workspace
+
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
+                             f"graph.replan={replan}"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    client = _ConversationClient([EMPTY_PLAN, *([second] if second else [])])
+    ws.planner = Planner(ws.skb, client, PlanCache(tmp_path / "p.jsonl"), retries=0, builder=PromptBuilder(ws.skb))
+    q = Query("1", "sodium channel genes on chromosome 2", [1, 8])
+    ranking = methods.retriever(ws, "graph").batch_search([q])["1"]
+    t = ranking.trace
+    if replan == "off":
+        assert len(client.requests) == 1 and len(ranking) == 0 and t.replan is None
+        return
+    assert len(client.requests) == 2
+    followup = client.requests[1]
+    assert followup[:-2] == client.requests[0] and followup[-2] == {"role": "assistant", "content": EMPTY_PLAN}
+    feedback = followup[-1]["content"]
+    assert feedback.startswith("Executed on the graph, that plan returned no nodes.")
+    assert "'glycosaminoglycan biosynthesis' -> the process named 'glycosaminoglycan biosynthesis'" in feedback
+    assert t.replan["first_n_cand"] == 0 and t.replan["kept"] is kept and t.replan["feedback"] in feedback
+    if kept:
+        assert t.replan["n_cand"] == 3 and t.plan["anchors"][0]["text"] == "chromosome 2"
+        assert set(ranking.node_ids.tolist()) == {1, 2, 8} and t.n_cand == 3
+    else:
+        assert t.replan["n_cand"] == 0 and len(ranking) == 0 and t.plan["anchors"][0]["text"].startswith("glycos")
+    replay = Planner(ws.skb, None, PlanCache(tmp_path / "p.jsonl"), model_id="scripted", builder=PromptBuilder(ws.skb),
+                     on_miss="no_trade")
+    ws.planner = replay
+    again = methods.retriever(ws, "graph").batch_search([q])["1"]  # both plans cached: the same answer, no LLM
+    assert again.node_ids.tolist() == ranking.node_ids.tolist() and again.trace.replan["cached"] is True

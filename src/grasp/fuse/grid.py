@@ -7,6 +7,8 @@ through its (n_cand bucket, risk level) cell, so hits are precomputed per cell f
 weight value, and every (k, w_bucket, m_risk) combination is then a sum of table lookups.
 Bucketed static RRF (the final fusion's plan-conditioned rule): one static (w, k) per bucket of the
 plan signal; the buckets' queries are disjoint, so each bucket's grid is searched on its own.
+Confidence RRF: a per-query static weight w = scale * p^gamma from the plan's confidence p
+(:mod:`grasp.fuse.confidence`), every (gamma, scale, k).
 Selection is by Hit@1 (ties: the first setting in grid order); the static grid can instead take the
 centre of the best 3x3 neighbourhood (a flat region rather than a sharp optimum), and
 :func:`cross_validate` estimates, by K folds of the validation queries, how each selection rule does
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grasp.fuse.confidence import confidence_weight
 from grasp.fuse.dynamic import BUCKET_EDGES, plan_bucket, risk_index
 from grasp.plan.model import RISK_LEVELS
 from grasp.results import Query, Run, carrier
@@ -30,6 +33,8 @@ STATIC_K = (1, 2, 5, 10, 20, 40, 60, 80, 100)
 DYNAMIC_K = (5, 10, 20, 40, 80, 150, 300)
 W_BUCKET = ((1.0, 1.2, 1.4, 1.6, 2.0), (0.8, 1.0, 1.2, 1.4), (0.2, 0.4, 0.6, 0.8), (0.0, 0.05, 0.1), (0.0, 0.05, 0.1))
 M_RISK = ((0.0, 0.25, 0.5, 0.75), (0.5, 0.75, 1.0, 1.25), (0.75, 1.0, 1.25, 1.5), (1.0, 1.25, 1.5, 2.0))
+CONFIDENCE_GAMMA = (0.5, 1.0, 2.0, 3.0)  # w = scale * p^gamma: gamma 1, scale 1 weighs the graph by P(it is right)
+CONFIDENCE_SCALE = (0.5, 0.75, 1.0)
 
 
 @dataclass
@@ -41,13 +46,15 @@ class FusionTable:
     valid: np.ndarray    # (Q, C) bool: a real candidate (not padding)
     bucket: np.ndarray   # (Q,) n_cand bucket index
     risk: np.ndarray     # (Q,) risk level index
+    confidence: np.ndarray | None = None  # (Q,) the plan's confidence p (0: no candidate), for confidence RRF
 
     @classmethod
     def build(cls, graph: Run, dense: Run, queries: Sequence[Query], *, candidate_mask: np.ndarray | None = None,
-              depth: int = 100, link_floor: float = 0.0, edges: Sequence[int] = BUCKET_EDGES) -> FusionTable:
+              depth: int = 100, link_floor: float = 0.0, edges: Sequence[int] = BUCKET_EDGES,
+              confidence: np.ndarray | None = None) -> FusionTable:
         """``graph`` and ``dense`` are the first and second runs fused; the plan signals (n_cand bucket by
         ``edges``, risk level) are those either ranking carries (Stage 2: the graph ranking's; the final fusion:
-        the upstream's, fused from the graph ranking)."""
+        the upstream's, fused from the graph ranking). ``confidence``: per query, the plan's confidence."""
         rows = []
         for q in queries:
             g = graph.get(q.qid)
@@ -74,7 +81,8 @@ class FusionTable:
             valid[i, :c] = True
             bucket[i] = b
             risk[i] = risk_index(r)
-        return cls([q.qid for q in queries], rank_g, rank_m, gold, valid, bucket, risk)
+        return cls([q.qid for q in queries], rank_g, rank_m, gold, valid, bucket, risk,
+                   None if confidence is None else np.nan_to_num(np.asarray(confidence, dtype=np.float64)))
 
     def hits_at_1(self, w_graph: np.ndarray | float, w_dense: np.ndarray | float, k: np.ndarray | float) -> np.ndarray:
         """(Q,) bool: is the top fused candidate gold, for per-query (or global) weights and RRF constants."""
@@ -89,7 +97,8 @@ class FusionTable:
     def subset(self, rows: np.ndarray) -> FusionTable:
         """The table of some queries only (row indices)."""
         return FusionTable([self.qids[i] for i in rows], self.rank_g[rows], self.rank_m[rows], self.gold[rows],
-                           self.valid[rows], self.bucket[rows], self.risk[rows])
+                           self.valid[rows], self.bucket[rows], self.risk[rows],
+                           None if self.confidence is None else self.confidence[rows])
 
 
 @dataclass
@@ -106,6 +115,9 @@ class GridResult:
         """(Q,) bool: Hit@1 of the chosen setting on (other) queries."""
         if self.mode == "static":
             return table.hits_at_1(self.best["w"], 1.0 - self.best["w"], self.best["rrf_k"])
+        if self.mode == "confidence":
+            w = confidence_weight(table.confidence, self.best["gamma"], self.best["scale"])
+            return table.hits_at_1(w, 1.0 - w, self.best["rrf_k"])
         if self.mode == "bucketed":
             w = np.asarray(self.best["w_bucket"])[table.bucket]
             return table.hits_at_1(w, 1.0 - w, np.asarray(self.best["rrf_k_bucket"])[table.bucket])
@@ -152,6 +164,19 @@ def search_bucketed(table: FusionTable, n_buckets: int, ws: Sequence[float] = ST
         hits += part.hit1 * rows.size
     return GridResult("bucketed", {"w_bucket": w_bucket, "rrf_k_bucket": k_bucket}, hits / max(len(table.qids), 1),
                       len(ws) * len(ks) * n_buckets, 0)
+
+
+def search_confidence(table: FusionTable, gammas: Sequence[float] = CONFIDENCE_GAMMA,
+                      scales: Sequence[float] = CONFIDENCE_SCALE, ks: Sequence[float] = STATIC_K) -> GridResult:
+    """Every (gamma, scale, k) of confidence RRF over the table's per-query confidence."""
+    if table.confidence is None:
+        raise ValueError("confidence RRF needs a table built with the plans' confidence")
+    surface = np.array([[[table.hits_at_1(w, 1.0 - w, k).mean() for k in ks]
+                         for w in (confidence_weight(table.confidence, g, sc) for sc in scales)] for g in gammas])
+    i, j, m = np.unravel_index(np.argmax(surface), surface.shape)
+    top = float(surface.max())
+    return GridResult("confidence", {"gamma": float(gammas[i]), "scale": float(scales[j]), "rrf_k": float(ks[m])},
+                      top, surface.size, int((surface >= top - 0.01 - 1e-12).sum()))
 
 
 def folds(n: int, n_folds: int, seed: int) -> list[np.ndarray]:

@@ -1,15 +1,17 @@
 """Stage 2 as a retriever: the graph ranking fused with the dense partner's (mFAR) by the
-setting chosen on validation (static or dynamic RRF)."""
+setting chosen on validation (static, dynamic or confidence RRF)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
+from grasp.fuse.confidence import PlanConfidence, confidence_weight
 from grasp.fuse.dynamic import graph_weight
-from grasp.fuse.rrf import dynamic_rrf, static_rrf
+from grasp.fuse.rrf import dynamic_rrf, static_rrf, weighted_rrf
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
 from grasp.progress import announce
@@ -25,7 +27,7 @@ class FusionSetting(Setting):
     artifact: ClassVar[str] = "fusion.json"  # grasp.artifacts.FUSION_SETTING
     renamed: ClassVar[dict[str, str]] = {"k": "rrf_k"}
 
-    mode: str                      # "static" or "dynamic"
+    mode: str                      # "static", "dynamic" or "confidence"
     rrf_k: float                   # RRF's constant (not a result depth)
     w: float | None = None         # static graph weight
     w_bucket: list[float] | None = None
@@ -34,21 +36,54 @@ class FusionSetting(Setting):
     info: dict = field(default_factory=dict)
     link_floor: float = 0.0        # dynamic: plans whose anchors name no node below this count one risk level lower
     dense_method: str = "mfar"     # the method whose ranking the graph's is fused with
+    confidence: dict | None = None  # the plan confidence fitted on validation (grasp.fuse.confidence), if any
+    gamma: float | None = None     # confidence mode: graph weight = scale * p^gamma, dense 1 minus it
+    scale: float | None = None
 
     def __post_init__(self) -> None:
         if "dense_method" in self.info:  # where settings saved before it was a field of its own kept it
             self.dense_method = self.info.pop("dense_method")
+        if self.mode == "confidence" and (not self.confidence or self.gamma is None or self.scale is None):
+            raise ValueError("confidence mode needs a fitted confidence, gamma and scale")
+
+    @cached_property
+    def plan_confidence(self) -> PlanConfidence | None:
+        """The fitted plan confidence (read by confidence mode, and judged by `grasp report` in every mode)."""
+        return PlanConfidence.from_json(self.confidence) if self.confidence else None
 
     def graph_weight(self, graph: Ranking | None) -> float:
         """Dynamic mode: the weight of the graph ranking for one query, from its plan's signals."""
         n_cand, risk = plan_signals(graph, self.link_floor)
         return graph_weight(n_cand, risk, self.w_bucket, [self.m_risk[r] for r in RISK_LEVELS])
 
+    def confidences(self, graph: Run, dense: Run) -> dict[str, float | None]:
+        """Each query's plan confidence p (None: the graph returned nothing), where one was fitted."""
+        model = self.plan_confidence
+        if model is None:
+            return {}
+        return {qid: model.probability(graph.get(qid), dense.get(qid)) for qid in dict.fromkeys([*graph, *dense])}
+
+    def weights(self, graph: Run, dense: Run) -> dict[str, float]:
+        """Each query's graph weight: static and confidence mode give the dense ranking 1 minus it, dynamic 1."""
+        qids = list(dict.fromkeys([*graph, *dense]))
+        if self.mode == "static":
+            return dict.fromkeys(qids, float(self.w))
+        if self.mode == "dynamic":
+            return {qid: self.graph_weight(graph.get(qid)) for qid in qids}
+        return {qid: float(confidence_weight(p or 0.0, self.gamma, self.scale))
+                for qid, p in self.confidences(graph, dense).items()}
+
     def fuse(self, graph: Run, dense: Run, *, name: str, depth: int | None = None, top: int | None = None) -> Run:
         if self.mode == "static":
             return static_rrf(graph, dense, w=float(self.w), rrf_k=self.rrf_k, depth=depth, name=name, top=top)
-        weights = {qid: self.graph_weight(graph.get(qid)) for qid in dict.fromkeys([*graph, *dense])}
-        return dynamic_rrf(graph, dense, weights, rrf_k=self.rrf_k, depth=depth, name=name, top=top)
+        if self.mode == "dynamic":
+            return dynamic_rrf(graph, dense, self.weights(graph, dense), rrf_k=self.rrf_k, depth=depth, name=name, top=top)
+        confidence = self.confidences(graph, dense)
+        weights = {qid: float(confidence_weight(p or 0.0, self.gamma, self.scale)) for qid, p in confidence.items()}
+        fused = weighted_rrf(graph, dense, weights, rrf_k=self.rrf_k, mode="confidence", depth=depth, name=name, top=top)
+        for qid, p in confidence.items():  # the explanation shows what the weight was read from
+            fused[qid].trace.plan_confidence = None if p is None else round(p, 4)
+        return fused
 
 
 class FusedRetriever(Retriever):

@@ -4,6 +4,7 @@
 - static:  score(c) = w / (rrf_k + rank_g(c)) + (1 - w) / (rrf_k + rank_m(c))
 - dynamic: score(c) = w_graph(q) / (rrf_k + rank_g(c)) + 1 / (rrf_k + rank_m(c))
 - bucketed (the final fusion): static RRF with the (w, rrf_k) of the query's plan bucket
+- confidence: static RRF with a per-query w = scale * p^gamma, p the plan's evidence-based confidence
 
 ``rrf_k`` is RRF's smoothing constant, not a result depth (the ``k`` results a search returns).
 
@@ -29,6 +30,7 @@ class FusionTrace(StageTrace):
     mode: str = "static"
     rrf_k: float = 60.0
     weights: dict[str, float] = field(default_factory=dict)
+    plan_confidence: float | None = None  # confidence mode: P(the graph's top answer is right), from evidence
 
 
 def fuse_pair(first: Ranking | None, second: Ranking | None, w_first: float, w_second: float, rrf_k: float,
@@ -68,6 +70,14 @@ def static_rrf(graph: Run, dense: Run, *, w: float, rrf_k: float, depth: int | N
     """Fuse every query of the two runs with one global weight ``w`` of the first run."""
     w = float(w)
     return rrf(graph, dense, lambda _qid: (w, 1.0 - w), rrf_k=rrf_k, mode="static", name=name, depth=depth, top=top)
+
+
+def weighted_rrf(first: Run, second: Run, w_first: Mapping[str, float], *, rrf_k: float, mode: str,
+                 depth: int | None = None, name: str = "weighted-rrf", top: int | None = None) -> Run:
+    """Fuse with a per-query weight w of the first run and 1 - w of the second (a query absent from ``w_first``:
+    the second run alone)."""
+    return rrf(first, second, lambda qid: (float(w_first.get(qid, 0.0)), 1.0 - float(w_first.get(qid, 0.0))),
+               rrf_k=rrf_k, mode=mode, name=name, depth=depth, top=top)
 
 
 def dynamic_rrf(graph: Run, dense: Run, w_graph: Mapping[str, float], *, rrf_k: float, depth: int | None = None,

@@ -33,4 +33,4 @@ def build_graph_retriever(cfg: GraphConfig, planner: Planner, vectors: NodeVecto
                           progress: bool = True) -> GraphRetriever:
     linker = AnchorLinker(vectors, name_k=cfg.name_k, name_tau=cfg.name_tau, doc_k=cfg.doc_k, doc_tau=cfg.doc_tau)
     return GraphRetriever(planner, linker, build_engine(cfg, planner.skb, index_dir, progress=progress), vectors,
-                          rescore=cfg.rescore)
+                          rescore=cfg.rescore, replan=cfg.replan, replan_hub=cfg.replan_hub)

@@ -49,6 +49,7 @@ class GraphTrace(StageTrace):
     agreement: float | None = None  # execution-guided planning: how much the sampled plans' top 10 agree
     link_confidence: float | None = None  # how well the weakest name anchor names its node (plan_signals)
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
+    replan: dict[str, Any] | None = None  # re-planning: the first plan, its n_cand, the feedback, whether the new one was kept
 
     @property
     def signals(self) -> PlanSignals:
@@ -75,13 +76,19 @@ def lower_risk(risk: str | None) -> str:
 
 
 GRAPH_STAGE = "graph"  # the stage whose rankings carry the plan's signals (GraphTrace)
+REPLAN = ("off", "empty", "empty_or_hub")
 
 
 class GraphRetriever(Retriever):
     name = GRAPH_STAGE
 
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
-                 rescore: bool = True) -> None:
+                 rescore: bool = True, replan: str = "off", replan_hub: int = 1000) -> None:
+        """``replan``: when a plan's execution says it missed (``empty``: no candidate; ``empty_or_hub``: also more
+        than ``replan_hub``), ask the planner once more with what the execution found (:meth:`_replan`)."""
+        if replan not in REPLAN:
+            raise ValueError(f"replan must be one of {', '.join(REPLAN)}, not {replan!r}")
+        self.replan, self.replan_hub = replan, replan_hub
         self.planner = planner
         self.skb = planner.skb
         self.linker = linker
@@ -147,6 +154,10 @@ class GraphRetriever(Retriever):
             except GraspError as e:  # one query's failure (an engine refusing its query) never ends a run
                 runs.append(None)
                 errors.append(str(e))
+        replanned = None
+        if len(outcomes) == 1 and self.replan != "off" and runs[0] is not None:
+            outcome, runs[0], replanned, plan_ms = self._replan(outcome, runs[0], errors, plan_ms)
+            outcomes = [outcome]
         if len(outcomes) == 1:
             chosen, agreement, risk = 0, None, None
             ids, scores = (runs[0].ids, runs[0].scores) if runs[0] is not None else (None, None)
@@ -158,7 +169,7 @@ class GraphRetriever(Retriever):
                            plan_reason=pick.check.reason, plan_cached=outcome.cached,
                            risk_level=risk or plan.risk_level, retrieval_mode=plan.retrieval_mode,
                            engine=self.engine.name, timings_ms={"plan": plan_ms}, agreement=agreement,
-                           error="; ".join(errors) or None)
+                           error="; ".join(errors) or None, replan=replanned)
         if runs[chosen] is None and errors:
             trace.risk_level = "no_trade"
         if len(outcomes) > 1:
@@ -177,6 +188,52 @@ class GraphRetriever(Retriever):
             for step, ms in (r.timings.items() if r is not None else ()):
                 trace.timings_ms[step] = round(trace.timings_ms.get(step, 0.0) + ms, 2)
         return Ranking.from_scores(query.qid, ids, scores, stage=self.name, k=k, trace=trace, signals=trace.signals)
+
+    def feedback(self, plan, run: _Execution) -> str | None:
+        """What a plan's execution found that says it missed, in words for the planner (None: nothing to say)."""
+        n = int(run.ids.size)
+        if n == 0:
+            what = "returned no nodes"
+        elif self.replan == "empty_or_hub" and n > self.replan_hub:
+            what = f"returned {n} nodes, far too many to be the answer"
+        else:
+            return None
+        names = self.skb.names
+        links = []
+        for a in plan.anchors:
+            b = run.bindings.get(a.var)
+            found = (f"the {a.label} named {names[int(b.node_ids[0])]!r} (cosine {float(b.scores[0]):.2f})"
+                     if b is not None and b.node_ids.size else f"no {a.label}")
+            links.append(f"{a.text!r} -> {found}")
+        linked = f" Its anchors were linked to: {'; '.join(links)}." if links else ""
+        return (f"Executed on the graph, that plan {what}.{linked} Check each anchor's type, each hop's relation and "
+                "direction and the target type, and whether a descriptive phrase belongs in the relevance text "
+                "rather than in an anchor.")
+
+    def _replan(self, first: PlanOutcome, run: _Execution, errors: list[str],
+                plan_ms: float) -> tuple[PlanOutcome, _Execution, dict | None, float]:
+        """Re-planning from execution feedback: the first plan's outcome told to the planner, the new plan
+        executed, and kept when it returns candidates (and, for a hub, fewer of them). Returns the plan and
+        execution to use, the trace's record of it, and the planning time with the second call's."""
+        feedback = self.feedback(first.check.plan, run)
+        if feedback is None:
+            return first, run, None, plan_ms
+        second = self.planner.replan(first, feedback)
+        record = {"first_plan": first.check.plan.dump(), "first_n_cand": int(run.ids.size), "feedback": feedback,
+                  "status": second.check.status, "cached": second.cached, "n_cand": 0, "kept": False}
+        plan_ms = round(plan_ms + (0.0 if second.cached else 1000 * second.seconds), 2)
+        if not second.check.usable:
+            return first, run, record, plan_ms
+        try:
+            again = self._execute(second.check.plan)
+        except GraspError as e:
+            errors.append(f"re-plan: {e}")
+            return first, run, record, plan_ms
+        record["n_cand"] = int(again.ids.size)
+        if again.ids.size == 0 or (run.ids.size and again.ids.size >= run.ids.size):
+            return first, run, record, plan_ms
+        record["kept"] = True
+        return second, again, record, plan_ms
 
     def _agree(self, outcomes: list[PlanOutcome], runs: list[_Execution | None]):
         """Execution-guided planning over K plans: each candidate scores the mean of its scores under the K plans

@@ -79,6 +79,9 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
         from grasp.lab.sensitivity import sensitivity
 
         lines += ["", *sensitivity(ws, out_dir)]
+    from grasp.lab.calibration import confidence_section
+
+    lines += ["", *confidence_section(ws, queries, split, runs, out_dir)]
     provenance = report_provenance(ws, split=split, limit=limit, queries_file=queries_file)
     lines += ["", f"Made by `{provenance['command']}` with {provenance['code']}; the trained artifacts it read and "
               "their checksums are in `provenance.json`."]

@@ -23,6 +23,7 @@ from grasp.fuse.retriever import FusionSetting
 from grasp.graph.retriever import plan_signals
 from grasp.plan.model import RISK_LEVELS
 from grasp.rerank.retriever import RerankFusionSetting
+from grasp.results import Run
 from grasp.workspace import Workspace
 
 
@@ -36,18 +37,21 @@ def _plt():
 
 
 def cell_distribution(ws: Workspace, setting: FusionSetting, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, weights): validation queries per (bucket, risk) cell, and the graph weight of each cell."""
+    """(counts, weights): validation queries per (bucket, risk) cell, and the mean graph weight the setting
+    gives the queries of each cell (NaN for an empty one)."""
     queries = ws.queries(split=split)
     graph = methods.run(ws, "graph", queries)
+    dense = methods.run(ws, setting.dense_method, queries) if setting.mode == "confidence" else Run(setting.dense_method)
+    weight_of = setting.weights(graph, dense)
     counts = np.zeros((len(BUCKET_NAMES), len(RISK_LEVELS)), dtype=int)
+    totals = np.zeros(counts.shape)
     for q in queries:
         n_cand, risk = plan_signals(graph.get(q.qid), setting.link_floor)
-        counts[bucket_of(n_cand), risk_index(risk)] += 1
-    if setting.mode == "dynamic":
-        weights = np.outer(setting.w_bucket, [setting.m_risk[r] for r in RISK_LEVELS])
-    else:
-        weights = np.full(counts.shape, float(setting.w))
-    return counts, weights
+        cell = bucket_of(n_cand), risk_index(risk)
+        counts[cell] += 1
+        totals[cell] += weight_of.get(q.qid, 0.0)
+    with np.errstate(invalid="ignore"):
+        return counts, totals / counts
 
 
 def draw_cells(counts: np.ndarray, weights: np.ndarray, path: Path, *, title: str) -> None:
@@ -55,7 +59,7 @@ def draw_cells(counts: np.ndarray, weights: np.ndarray, path: Path, *, title: st
     fig, ax = plt.subplots(figsize=(7, 4.5))
     im = ax.imshow(counts, cmap="Blues", aspect="auto")
     for (i, j), n in np.ndenumerate(counts):
-        ax.text(j, i, f"{n}\nw={weights[i, j]:.2g}", ha="center", va="center", fontsize=8,
+        ax.text(j, i, f"{n}\nw={weights[i, j]:.2g}" if n else "0", ha="center", va="center", fontsize=8,
                 color="white" if n > counts.max() / 2 else "black")
     ax.set_xticks(range(len(RISK_LEVELS)), RISK_LEVELS)
     ax.set_yticks(range(len(BUCKET_NAMES)), BUCKET_NAMES)
@@ -129,7 +133,7 @@ def sensitivity(ws: Workspace, out_dir: Path) -> list[str]:
         split = fusion.info.get("split", "val")
         counts, weights = cell_distribution(ws, fusion, split)
         draw_cells(counts, weights, out_dir / "fusion-cells.png",
-                   title=f"{name}: {split} queries per cell, graph weight of the chosen {fusion.mode} RRF")
+                   title=f"{name}: {split} queries per cell, mean graph weight of the chosen {fusion.mode} RRF")
         busiest = np.unravel_index(np.argmax(counts), counts.shape)
         lines.append(f"- `fusion-cells.png`: {counts.sum()} {split} queries over (n_cand bucket, risk level); the "
                      f"busiest cell is ({BUCKET_NAMES[busiest[0]]}, {RISK_LEVELS[busiest[1]]}) with "

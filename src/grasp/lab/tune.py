@@ -13,12 +13,15 @@ import numpy as np
 
 from grasp import methods
 from grasp.artifacts import final_fusion_artifact
+from grasp.fuse.confidence import ConfidenceFit, ShapePrior, fit_confidence
 from grasp.fuse.dynamic import GRAPH_SIZE_EDGES
 from grasp.fuse.grid import (
     FusionTable,
     choose,
     cross_validate,
+    folds,
     search_bucketed,
+    search_confidence,
     search_dynamic,
     search_static,
 )
@@ -32,6 +35,7 @@ from grasp.workspace import Workspace
 LINK_FLOORS = (0.0, 0.9)  # dynamic RRF: without, and with, the link-confidence risk step (plan_signals)
 RERANK_DEPTHS = (30, 100)  # final fusion: reranked depths compared (the shipped settings were tuned at 30; paper 100)
 N_FOLDS = 5
+CONFIDENCE_RULE = "confidence"  # confidence RRF: the graph weighed by its plan's confidence (grasp.fuse.confidence)
 
 
 def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar", limit: int | None = None,
@@ -40,17 +44,25 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     """Choose the fusion rule by cross-validation on the validation queries, then fit it on all of them.
 
     Rules, simplest first: static RRF (best (w, k)), static RRF's flattest good region (best 3x3
-    neighbourhood), and dynamic RRF for each link floor. Each rule's held-out Hit@1 over ``n_folds``
-    folds decides (ties: the simpler); the info says how the plain in-sample argmax would have fared."""
+    neighbourhood), dynamic RRF for each link floor, and (``fusion.evidence``) confidence RRF, whose graph
+    weight follows the plan's evidence-based confidence (:mod:`grasp.fuse.confidence`, fitted out of fold on the
+    same folds). Each rule's held-out Hit@1
+    over ``n_folds`` folds decides (ties: the simpler); the info says how the plain in-sample argmax would
+    have fared."""
     queries = ws.queries(split=split, limit=limit)
     graph_run = methods.run(ws, "graph", queries)
     dense_run = methods.run(ws, dense_method, queries)
-    tables = {floor: FusionTable.build(graph_run, dense_run, queries, candidate_mask=ws.skb.candidate_mask,
-                                       link_floor=floor) for floor in link_floors}
+    mask = ws.skb.candidate_mask
+    tables = {floor: FusionTable.build(graph_run, dense_run, queries, candidate_mask=mask, link_floor=floor)
+              for floor in link_floors}
     plain = tables[link_floors[0]]  # static weights ignore the plan's signals
     rules = {"static": (plain, search_static), "static-flat": (plain, partial(search_static, flat=True))}
     floor_of = {f"dynamic@{floor:g}": floor for floor in link_floors}  # each dynamic rule's link floor
     rules |= {name: (tables[floor], search_dynamic) for name, floor in floor_of.items()}
+    fit = plan_confidence(ws, graph_run, dense_run, queries, n_folds=n_folds) if ws.config.fusion.evidence else None
+    if fit is not None:
+        rules[CONFIDENCE_RULE] = (FusionTable.build(graph_run, dense_run, queries, candidate_mask=mask,
+                                                    confidence=fit.oof), search_confidence)
     cv = cross_validate(rules, n_folds=n_folds, seed=ws.config.seed)
     chosen = choose(cv["cv"])
     fitted = {name: search(table) for name, (table, search) in rules.items()}
@@ -61,17 +73,36 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
                              "within_1pt": r.within_1pt, **({"link_floor": floor_of[name]} if name in floor_of else {})}
                       for name, r in fitted.items()},
             "cv": cv, "templates": per_template(plain, queries, best.hits(rules[chosen][0]))}
+    if fit is not None:
+        info["confidence"] = fit.summary()
+    common = {"val_hit1": best.hit1, "info": info, "dense_method": dense_method,
+              "confidence": fit.model.to_json() if fit is not None else None}  # kept in every mode: grasp report judges it
     if best.mode == "static":
-        setting = FusionSetting("static", best.best["rrf_k"], w=best.best["w"], val_hit1=best.hit1, info=info,
-                                dense_method=dense_method)
+        setting = FusionSetting("static", best.best["rrf_k"], w=best.best["w"], **common)
+    elif best.mode == "confidence":
+        setting = FusionSetting("confidence", best.best["rrf_k"], gamma=best.best["gamma"], scale=best.best["scale"],
+                                **common)
     else:
         setting = FusionSetting("dynamic", best.best["rrf_k"], w_bucket=best.best["w_bucket"], m_risk=best.best["m_risk"],
-                                val_hit1=best.hit1, info=info, link_floor=float(floor_of[chosen]),
-                                dense_method=dense_method)
+                                link_floor=float(floor_of[chosen]), **common)
     ws.save_setting(setting, data={split: len(queries)}, context={"dense_method": dense_method})
     if heatmap is not None:
         draw_heatmap(static.surface, static.axes, heatmap, title=f"{ws.skb.name}: static RRF Hit@1 on {split}")
     return setting, info
+
+
+def plan_confidence(ws: Workspace, graph_run: Run, dense_run: Run, queries: Sequence[Query], *,
+                    n_folds: int = N_FOLDS) -> ConfidenceFit | None:
+    """The evidence-based plan confidence fitted on ``queries`` (out of fold over the folds fusion's
+    cross-validation uses), with the shape prior counted on the training queries whose plans are cached
+    (none are planned for it); None where it cannot be fitted (the graph always right, or always wrong)."""
+    train = [q for q in ws.queries(split=ws.config.mfar.train.train_split) if ws.planner.cached(q.text) is not None]
+    shapes = ShapePrior.count(methods.run(ws, "graph", train), train) if train else None
+    try:
+        return fit_confidence(graph_run, dense_run, queries, folds=folds(len(queries), min(n_folds, len(queries)),
+                                                                           ws.config.seed), shapes=shapes)
+    except ValueError:
+        return None
 
 
 def per_template(table: FusionTable, queries: Sequence[Query], fused_hits: np.ndarray) -> dict[str, dict]:

@@ -22,10 +22,12 @@ def shipped_plans(schema_name: str) -> list[Path]:
     return [path] if path.exists() else []
 
 
-def plan_key(model_id: str, prompt_hash: str, query: str, grammar: bool, sample: int = 0) -> str:
+def plan_key(model_id: str, prompt_hash: str, query: str, grammar: bool, sample: int = 0,
+             feedback: str | None = None) -> str:
     """The cache key of a plan; ``sample`` > 0 names one of the extra plans sampled for execution-guided
-    planning (sample 0, the greedy plan, keeps the key it always had)."""
-    key = [model_id, prompt_hash, query, grammar] + ([sample] if sample else [])
+    planning (sample 0, the greedy plan, keeps the key it always had); ``feedback``: a plan made again after the
+    first one's execution was told to the planner (re-planning)."""
+    key = [model_id, prompt_hash, query, grammar] + ([sample] if sample else []) + ([feedback] if feedback else [])
     blob = json.dumps(key, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

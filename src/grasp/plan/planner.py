@@ -99,13 +99,13 @@ class Planner:
                 return _failed(self.skb, str(e))
         return check_plan(raw, self.skb.schema)
 
-    def key(self, query: str, sample: int = 0) -> str:
-        return plan_key(self.model_id, self.prompt_hash, query, self.grammar, sample)
+    def key(self, query: str, sample: int = 0, feedback: str | None = None) -> str:
+        return plan_key(self.model_id, self.prompt_hash, query, self.grammar, sample, feedback)
 
-    def cached(self, query: str, sample: int = 0) -> PlanOutcome | None:
+    def cached(self, query: str, sample: int = 0, feedback: str | None = None) -> PlanOutcome | None:
         """The cached outcome for this query (``seconds``: the lookup's own time), or None."""
         t0 = time.perf_counter()
-        hit = self.cache.get(self.key(query, sample))
+        hit = self.cache.get(self.key(query, sample, feedback))
         if hit is None:
             return None
         check = self.check(hit["raw"]) if hit.get("raw") else _failed(self.skb, hit.get("error"))
@@ -125,8 +125,29 @@ class Planner:
             raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
                                 "plan it first with `grasp plans build` or configure an LLM (planner.kind)")
         announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
-        t0 = time.perf_counter()
         messages = self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None)
+        return self._converse(key, query, messages, sample=sample)
+
+    def replan(self, first: PlanOutcome, feedback: str) -> PlanOutcome:
+        """The query planned once more after its first plan was executed: the conversation so far (the prompt, the
+        first plan) and ``feedback`` (what the execution found) go to the LLM, which answers with a corrected plan.
+        Cached under the query and the feedback; a planner without an LLM returns the cached one, or no_trade."""
+        query = first.query
+        hit = self.cached(query, feedback=feedback)
+        if hit is not None:
+            return hit
+        if self._client is None:
+            return PlanOutcome(query, _failed(self.skb, "no cached re-plan"), "", False, 0.0, 0, "not planned")
+        announce("planning", "asking the planner again, with what its plan's execution found (an LLM call)")
+        messages = [*self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None),
+                    {"role": "assistant", "content": first.raw},
+                    {"role": "user", "content": f"{feedback} Reply with a corrected JSON plan only."}]
+        return self._converse(self.key(query, feedback=feedback), query, messages, feedback=feedback)
+
+    def _converse(self, key: str, query: str, messages: list[dict], *, sample: int = 0,
+                  feedback: str | None = None) -> PlanOutcome:
+        """Ask the LLM, re-asking with the validator's reason up to ``retries`` times; cache the outcome."""
+        t0 = time.perf_counter()
         raw, error, attempts = "", None, 0
         check = _failed(self.skb, "no reply")
         schema = self.json_schema if self.grammar else None
@@ -146,7 +167,8 @@ class Planner:
                                                     "Reply with a corrected JSON plan only."}]
         seconds = time.perf_counter() - t0
         self._put(key, query, raw if error is None else "", attempts=attempts, error=error, seconds=seconds,
-                  **({"sample": sample} if sample else {}), **_engine_of(self.client))
+                  **({"sample": sample} if sample else {}), **({"feedback": feedback} if feedback else {}),
+                  **_engine_of(self.client))
         return PlanOutcome(query, check, raw, False, seconds, attempts, error)
 
     def _put(self, key: str, query: str, raw: str, *, attempts: int, error: str | None, seconds: float, **extra) -> None:
