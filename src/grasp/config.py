@@ -156,6 +156,9 @@ class PlannerConfig(_Section):
         "masked", description="planner.bank: compare the query with the banked questions with their anchor names "
         "masked (the question's shape) or as written")
     bank_per_shape: int = Field(3, ge=1, description="`grasp plans bank`: phrasings kept per plan shape")
+    schema_link: int = Field(0, ge=0, description="schema linking: on a schema with more relations than this, show "
+                             "each query only the this-many relations nearest it (and their end types) and decode under "
+                             "the grammar of that part (grasp.plan.schema_link); 0: always the whole schema")
     retries: int = Field(1, ge=0, le=5, description="re-asks with the validation error fed back")
     samples: int = Field(1, ge=1, le=9, description="plans per query (execution-guided planning): the greedy plan "
                          "and samples-1 drawn at planner.temperature; Stage 1 executes each, fuses their candidates "

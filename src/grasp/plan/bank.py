@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,6 +147,7 @@ class ExampleRetriever:
         self.bank, self.k, self.match = bank, k, match
         self._encoder = encoder
         self._vectors: np.ndarray | None = None
+        self._lock = threading.Lock()  # the planner's threads ask at once; a tokenizer is not shared safely
         self.tag = f"bank:{bank.version}:k{k}:{match}"   # enters the plan cache key
 
     @property
@@ -164,8 +166,9 @@ class ExampleRetriever:
         """The nearest banked questions (never the query itself), most similar last; ties by bank order."""
         if not self.bank.entries or self.k == 0:
             return []
-        q = np.asarray(self.encoder.encode_queries([query]), dtype=np.float32)[0]
-        scores = self._matrix() @ q
+        with self._lock:
+            q = np.asarray(self.encoder.encode_queries([query]), dtype=np.float32)[0]
+            scores = self._matrix() @ q
         own = normalize_text(query)
         order = [i for i in np.lexsort((np.arange(scores.size), -scores))
                  if normalize_text(self.bank.entries[i].query) != own][: self.k]

@@ -15,6 +15,7 @@ from grasp.plan.gguf import PLANNER
 from grasp.plan.llm import ChatClient, LocalGGUFClient, OpenAIChatClient, api_key_from_env
 from grasp.plan.planner import Planner
 from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
+from grasp.plan.schema_link import SchemaLinker
 from grasp.skb.graph import SKB
 
 
@@ -82,7 +83,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
     synthesize` chose); only the latter with ``workspace``; none with ``none``. With ``planner.bank`` and a bank
     beside ``plans_file``, each query's examples are instead the bank's questions nearest it (``encoder``: a factory
-    of the encoder that compares them, called on the first query planned)."""
+    of the encoder that compares them, called on the first query planned); with ``planner.schema_link``, each query
+    is shown the part of the schema linked to it (the same encoder)."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
     bank = PlanBank.load(cfg.bank_dir or Path(plans_file).parent) if cfg.bank else None
@@ -94,10 +96,11 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     if not examples and cfg.examples != "none" and static:
         found = next((path for path in examples_files if path.exists()), None)
         examples = read_examples(found) if found is not None else []
+    linker = SchemaLinker(skb, encoder, keep=cfg.schema_link) if cfg.schema_link and encoder is not None else None
     return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
                    grammar=cfg.grammar,
                    retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
-                   samples=cfg.samples, temperature=cfg.temperature, seed=seed, nearest=nearest)
+                   samples=cfg.samples, temperature=cfg.temperature, seed=seed, nearest=nearest, linker=linker)
 
 
 def degrade_missing_planner(config: GraspConfig) -> str | None:

@@ -22,10 +22,12 @@ from grasp.plan.grammar import plan_json_schema
 from grasp.plan.llm import ChatClient, LLMError
 from grasp.plan.nested import flat_to_nested, nested_json_schema, nested_to_flat
 from grasp.plan.prompt import PromptBuilder
+from grasp.plan.schema_link import SchemaLinker
 from grasp.plan.validate import PlanCheck, PlanRejected, check_plan, parse_plan_text
 from grasp.progress import announce
 from grasp.results import Query
 from grasp.skb.graph import SKB
+from grasp.skb.schema import Schema
 from grasp.storage import stable_hash
 
 
@@ -55,11 +57,12 @@ class Planner:
     def __init__(self, skb: SKB, client: ChatClient | Callable[[], ChatClient] | None, cache: PlanCache, *,
                  builder: PromptBuilder | None = None, grammar: bool = True, retries: int = 1, max_tokens: int = 400,
                  model_id: str | None = None, on_miss: str = "error", samples: int = 1, temperature: float = 0.7,
-                 seed: int = 13, nearest: ExampleRetriever | None = None) -> None:
+                 seed: int = 13, nearest: ExampleRetriever | None = None, linker: SchemaLinker | None = None) -> None:
         """``client`` may be a factory: it is called on the first cache miss only, so replaying
         cached plans never loads a model. Without a client, a query with no cached plan raises
         :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``). ``nearest``: a bank
-        of verified plans whose questions nearest each query are shown as its worked examples."""
+        of verified plans whose questions nearest each query are shown as its worked examples; ``linker``: each
+        query is shown the part of the schema linked to it, and its grammar is built from that part."""
         if on_miss not in ("error", "no_trade"):
             raise ValueError(f"on_miss must be 'error' or 'no_trade', not {on_miss!r}")
         if samples < 1:
@@ -72,15 +75,28 @@ class Planner:
         self.cache = cache
         self.builder = builder or PromptBuilder(skb)
         self.nearest = nearest
-        # what a plan depends on besides the query: the shared prompt, and the bank that picks its examples
-        self.prompt_hash = self.builder.hash if nearest is None else stable_hash([self.builder.hash, nearest.tag])
+        self.linker = linker if linker is not None and linker.active else None
+        # what a plan depends on besides the query: the shared prompt, the bank that picks its examples, the linking
+        tags = [t.tag for t in (nearest, self.linker) if t is not None]
+        self.prompt_hash = stable_hash([self.builder.hash, *tags]) if tags else self.builder.hash
         self.grammar = grammar
         self.retries = retries
         self.max_tokens = max_tokens
         self.model_id = model_id or (client.model_id if isinstance(client, ChatClient) else "cache-only")
         self.nested = self.builder.plan_format == "nested"
+        self.json_schema = self.grammar_of(skb.schema)
+
+    def grammar_of(self, schema: Schema) -> dict:
+        """The JSON schema a reply is decoded under, for the (whole or linked) schema shown."""
         schema_of = nested_json_schema if self.nested else plan_json_schema
-        self.json_schema = schema_of(skb.schema, retrieval_mode=self.builder.retrieval_mode)
+        return schema_of(schema, retrieval_mode=self.builder.retrieval_mode)
+
+    def _prompt(self, query: str) -> tuple[list[dict], dict | None]:
+        """The messages for one query (its nearest examples, its linked schema) and the grammar to decode under."""
+        examples = self.nearest.examples(query) if self.nearest is not None else None
+        linked = self.linker.link(query) if self.linker is not None else None
+        grammar = (self.grammar_of(linked) if linked is not None else self.json_schema) if self.grammar else None
+        return self.builder.messages(query, examples, linked), grammar
 
     @property
     def client(self) -> ChatClient:
@@ -125,8 +141,8 @@ class Planner:
             raise PlanNotCached(f"no cached plan for query {query!r} (model {self.model_id}); "
                                 "plan it first with `grasp plans build` or configure an LLM (planner.kind)")
         announce("planning", "asking the planner for a plan (an LLM call: seconds on a CPU)")
-        messages = self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None)
-        return self._converse(key, query, messages, sample=sample)
+        messages, grammar = self._prompt(query)
+        return self._converse(key, query, messages, grammar, sample=sample)
 
     def replan(self, first: PlanOutcome, feedback: str) -> PlanOutcome:
         """The query planned once more after its first plan was executed: the conversation so far (the prompt, the
@@ -139,18 +155,18 @@ class Planner:
         if self._client is None:
             return PlanOutcome(query, _failed(self.skb, "no cached re-plan"), "", False, 0.0, 0, "not planned")
         announce("planning", "asking the planner again, with what its plan's execution found (an LLM call)")
-        messages = [*self.builder.messages(query, self.nearest.examples(query) if self.nearest is not None else None),
-                    {"role": "assistant", "content": first.raw},
+        messages, grammar = self._prompt(query)
+        messages = [*messages, {"role": "assistant", "content": first.raw},
                     {"role": "user", "content": f"{feedback} Reply with a corrected JSON plan only."}]
-        return self._converse(self.key(query, feedback=feedback), query, messages, feedback=feedback)
+        return self._converse(self.key(query, feedback=feedback), query, messages, grammar, feedback=feedback)
 
-    def _converse(self, key: str, query: str, messages: list[dict], *, sample: int = 0,
+    def _converse(self, key: str, query: str, messages: list[dict], schema: dict | None, *, sample: int = 0,
                   feedback: str | None = None) -> PlanOutcome:
-        """Ask the LLM, re-asking with the validator's reason up to ``retries`` times; cache the outcome."""
+        """Ask the LLM (decoding under ``schema``), re-asking with the validator's reason up to ``retries`` times;
+        cache the outcome."""
         t0 = time.perf_counter()
         raw, error, attempts = "", None, 0
         check = _failed(self.skb, "no reply")
-        schema = self.json_schema if self.grammar else None
         for attempts in range(1, self.retries + 2):  # noqa: B007 - the count is reported
             try:
                 sampling = {"temperature": self.temperature, "seed": self.seed + sample} if sample else {}

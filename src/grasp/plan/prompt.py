@@ -16,6 +16,7 @@ from string import Template
 
 from grasp.plan.nested import flat_to_nested
 from grasp.skb.graph import SKB
+from grasp.skb.schema import Schema
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -74,12 +75,15 @@ class PromptBuilder:
         self.retrieval_mode = profile == "stark-amazon" if retrieval_mode is None else retrieval_mode
         self.names_per_type = names_per_type
         self.system = self._system()
+        self._system_unlinked: str | None = None  # the system prompt when the schema goes with each query instead
         self.hash = hashlib.sha256((self.system + "\x00" + _template("user.md").template).encode()).hexdigest()[:16]
 
-    def _schema_block(self) -> str:
+    def _schema_block(self, schema: Schema | None = None) -> str:
+        """The schema as the prompt shows it: the whole one, or a linked part (:mod:`grasp.plan.schema_link`)."""
         skb = self.skb
+        schema = schema or skb.schema
         lines = []
-        for t in skb.schema.type_names:
+        for t in [t for t in skb.schema.type_names if t in schema.node_types]:
             ids = skb.nodes_of_type(t)
             # a deterministic spread of example names: evenly spaced through the type's nodes
             picks = ids[:: max(1, len(ids) // self.names_per_type)][: self.names_per_type] if len(ids) else []
@@ -87,11 +91,11 @@ class PromptBuilder:
             lines.append(f"- {t} ({len(ids):,} nodes), e.g. {names}")
         arrow = "->" if self.plan_format == "nested" else "-"  # the nested format can say which way an edge runs
         rels = [f"- {r.source} -[{r.name}]{arrow} {r.target}" + (f": {r.description}" if r.description else "")
-                for r in skb.schema.relations]
+                for r in schema.relations]
         return _template("schema.md").substitute(
-            kb_name=skb.schema.name, kb_description=skb.schema.description or "",
+            kb_name=schema.name, kb_description=schema.description or "",
             node_types="\n".join(lines), relations="\n".join(rels),
-            candidate_types=", ".join(skb.schema.candidate_types),
+            candidate_types=", ".join(schema.candidate_types),
         )
 
     def _examples_block(self, examples: list[Example] | None = None, header: str = "examples_header.md") -> str:
@@ -104,10 +108,10 @@ class PromptBuilder:
             parts.append(f"Query: {ex.query}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
         return "\n\n".join(parts)
 
-    def _system(self) -> str:
+    def _system(self, with_schema: bool = True) -> str:
         blocks = [
             (PROMPTS / "role.md").read_text(encoding="utf-8").strip(),
-            self._schema_block().strip(),
+            self._schema_block().strip() if with_schema else "",
             (PROMPTS / ("structure_nested.md" if self.plan_format == "nested" else "structure.md"))
             .read_text(encoding="utf-8").strip(),
             self.guidance.strip(),
@@ -116,10 +120,17 @@ class PromptBuilder:
         ]
         return "\n\n".join(b for b in blocks if b)
 
-    def messages(self, query: str, examples: list[Example] | None = None) -> list[dict[str, str]]:
-        """The chat for one query; ``examples``: worked examples chosen for this query (a bank's nearest), shown in
-        the user message, after the system prompt every query shares (a local model's cached prefix)."""
+    def messages(self, query: str, examples: list[Example] | None = None,
+                 schema: Schema | None = None) -> list[dict[str, str]]:
+        """The chat for one query; ``examples``: worked examples chosen for this query (a bank's nearest), and
+        ``schema``: the part of the schema linked to it; both are shown in the user message, after the system prompt
+        every query shares (a local model's cached prefix), which then leaves the schema out."""
         user = _template("user.md").substitute(query=query).strip()
         if examples:
             user = self._examples_block(examples, "nearest_header.md") + "\n\n" + user
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        if schema is None:
+            return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        if self._system_unlinked is None:
+            self._system_unlinked = self._system(with_schema=False)
+        user = self._schema_block(schema).strip() + "\n\n" + user
+        return [{"role": "system", "content": self._system_unlinked}, {"role": "user", "content": user}]
