@@ -191,11 +191,7 @@ class ConfidenceFit:
 
     def summary(self) -> dict:
         """Out-of-fold calibration, and how the confidence treats queries whose graph answer is wrong."""
-        usable = ~np.isnan(self.oof)
-        p, y = self.oof[usable], self.right[usable]
-        return {"n": int(usable.sum()), "in_sample": self.in_sample, "right": float(y.mean()) if y.size else 0.0,
-                **calibration(p, y),
-                **low_weight_shares(self.oof, self.planner_risk, self.right),
+        return {**judge(self.oof, self.right, self.planner_risk), "in_sample": self.in_sample,
                 "coef": dict(zip(self.model.features, np.round(self.model.coef, 4).tolist(), strict=True))}
 
 
@@ -268,3 +264,12 @@ def low_weight_shares(confidence: np.ndarray, planner_levels: Sequence[str], rig
     return {"wrong": int(wrong.sum()), "wrong_low_evidence": share(low_evidence, wrong),
             "wrong_low_planner": share(low_planner, wrong), "right_kept_evidence": share(~low_evidence, ~wrong),
             "right_kept_planner": share(~low_planner, ~wrong)}
+
+
+def judge(confidence: np.ndarray, right: np.ndarray, planner_levels: Sequence[str]) -> dict:
+    """The confidence judged on some queries (NaN: no candidate): how many had one and how many of those the graph
+    answered right, the calibration over them, and the low-weight shares over all (:func:`low_weight_shares`)."""
+    usable = ~np.isnan(confidence)
+    y = right[usable]
+    return {"n": int(usable.sum()), "right": float(y.mean()) if y.size else 0.0,
+            **calibration(confidence[usable], y), **low_weight_shares(confidence, planner_levels, right)}

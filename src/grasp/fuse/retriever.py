@@ -70,8 +70,11 @@ class FusionSetting(Setting):
             return dict.fromkeys(qids, float(self.w))
         if self.mode == "dynamic":
             return {qid: self.graph_weight(graph.get(qid)) for qid in qids}
-        return {qid: float(confidence_weight(p or 0.0, self.gamma, self.scale))
-                for qid, p in self.confidences(graph, dense).items()}
+        return self._confidence_weights(self.confidences(graph, dense))
+
+    def _confidence_weights(self, confidence: dict[str, float | None]) -> dict[str, float]:
+        """Confidence mode's graph weight of each query (no candidate: 0, the dense ranking alone)."""
+        return {qid: float(confidence_weight(p or 0.0, self.gamma, self.scale)) for qid, p in confidence.items()}
 
     def fuse(self, graph: Run, dense: Run, *, name: str, depth: int | None = None, top: int | None = None) -> Run:
         if self.mode == "static":
@@ -79,8 +82,7 @@ class FusionSetting(Setting):
         if self.mode == "dynamic":
             return dynamic_rrf(graph, dense, self.weights(graph, dense), rrf_k=self.rrf_k, depth=depth, name=name, top=top)
         confidence = self.confidences(graph, dense)
-        weights = {qid: float(confidence_weight(p or 0.0, self.gamma, self.scale)) for qid, p in confidence.items()}
-        fused = weighted_rrf(graph, dense, weights, rrf_k=self.rrf_k, mode="confidence", depth=depth, name=name, top=top)
+        fused = weighted_rrf(graph, dense, self._confidence_weights(confidence), rrf_k=self.rrf_k, mode="confidence", depth=depth, name=name, top=top)
         for qid, p in confidence.items():  # the explanation shows what the weight was read from
             fused[qid].trace.plan_confidence = None if p is None else round(p, 4)
         return fused

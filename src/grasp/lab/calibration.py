@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grasp.fuse.confidence import calibration, graph_hit, low_weight_shares, planner_level
+from grasp.fuse.confidence import graph_hit, judge, planner_level
 from grasp.fuse.retriever import FusionSetting
 from grasp.results import Query, Run
 from grasp.workspace import Workspace
@@ -24,10 +24,7 @@ def split_calibration(setting: FusionSetting, queries: Sequence[Query], graph: R
     probs = np.array([np.nan if (p := model.probability(graph.get(q.qid), dense.get(q.qid))) is None else p
                       for q in queries])
     right = np.array([graph_hit(graph.get(q.qid), q.answer_ids) for q in queries], dtype=np.float64)
-    usable = ~np.isnan(probs)
-    planner = [planner_level(graph.get(q.qid)) for q in queries]
-    return {"n": int(usable.sum()), "right": float(right[usable].mean()) if usable.any() else 0.0,
-            **calibration(probs[usable], right[usable]), **low_weight_shares(probs, planner, right)}
+    return judge(probs, right, [planner_level(graph.get(q.qid)) for q in queries])
 
 
 def draw_reliability(curves: dict[str, dict], path: Path, *, title: str) -> None:
