@@ -29,7 +29,9 @@ def test_search_explains_every_stage(prepared_toy):
     assert graph["plan"]["anchors"][0]["text"] == "chromosome 2" and graph["n_cand"] == 3
     assert graph["bindings"][0]["bindings"][0]["name"] == "chromosome 2" and 0 < graph["bindings"][0]["bindings"][0]["cosine"] <= 1
     assert "MATCH" in graph["cypher"] and graph["risk_level"] == "normal"
-    assert set(ex["stages"]["fused"]) == {"mode", "weights", "rrf_k"} and set(ex["stages"]["fused"]["weights"]) == {"graph", "dense"}
+    assert set(ex["stages"]["fused"]) == {"mode", "weights", "rrf_k", "plan_confidence"}
+    assert set(ex["stages"]["fused"]["weights"]) == {"graph", "dense"}
+    assert ex["stages"]["fused"]["plan_confidence"] is None  # a static fusion reads no plan confidence
     assert set(ex["stages"]["grasp-zs"]["weights"]) == {"reranker", "fused"}
     assert ex["stages"]["dense"] == {}  # a stage without a trace
     rerank = res.traces["reranker"]

@@ -76,7 +76,7 @@ def tune_fusion(ws: Workspace, *, split: str = "val", dense_method: str = "mfar"
     if fit is not None:
         info["confidence"] = fit.summary()
     common = {"val_hit1": best.hit1, "info": info, "dense_method": dense_method,
-              "confidence": fit.model.to_json() if fit is not None else None}  # kept in every mode: grasp report judges it
+              "confidence": fit.model.to_json() if fit is not None else None}  # kept in every mode, for the report to judge
     if best.mode == "static":
         setting = FusionSetting("static", best.best["rrf_k"], w=best.best["w"], **common)
     elif best.mode == "confidence":
