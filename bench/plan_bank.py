@@ -7,7 +7,8 @@
 
 Builds the bank from the train split (``--exclude-template``, or ``--leave-out N`` templates drawn with ``--seed``:
 those templates left out, and the queries measured are then those templates' queries of ``--split``: shapes the
-bank never saw), then plans the queries once per setting
+bank never saw; the prompt's hand-written examples made from those templates are then left out of every setting but
+a first one that keeps all of them, the ceiling the bank is measured against), then plans the queries once per setting
 (static examples; the bank with each k and similarity) and judges each setting's plans by execution
 (`grasp plans report`): usable share, gold among the executed candidates, graph-only Hit@1 and MRR, and the planner's
 seconds per plan (new plans only; with the batched torch engine, plans are made many at a time). Plans are cached:
@@ -30,6 +31,16 @@ from grasp.lab.bank import build_bank  # noqa: E402
 from grasp.lab.plan_outcomes import plans_report  # noqa: E402
 from grasp.skb import load_skb  # noqa: E402
 from grasp.workspace import Workspace  # noqa: E402
+
+
+def static_without(ws: Workspace, templates: set[str], path: Path) -> Path:
+    """The prompt's hand-written examples less those made from a train query of ``templates``, written to ``path``."""
+    from grasp.plan.examples import write_examples
+
+    template_of = {q.qid: q.template for q in ws.queries()}
+    kept = [e for e in ws.planner.builder.examples if template_of.get(e.qid) not in templates]
+    write_examples(kept, path)
+    return path
 
 
 def main() -> None:
@@ -71,6 +82,11 @@ def main() -> None:
         for match in args.match or ["masked"]:
             settings.append((f"bank k={k} {match}", ["planner.bank=true", f"planner.bank_dir={bank_dir}",
                                                       f"planner.bank_k={k}", f"planner.bank_match={match}"]))
+    if args.exclude:  # the fair baseline: the hand-written examples of the left-out templates are left out too
+        static = static_without(ws, set(args.exclude), bank_dir / "static-examples.jsonl")
+        settings = [("static examples, all (the left-out templates' own included)", []),
+                    *((name if i else "static examples, the left-out templates' removed",
+                       [*extra, f"planner.examples_file={static}"]) for i, (name, extra) in enumerate(settings))]
     rows = []
     for name, extra in settings:
         run = Workspace(skb, load_config(None, [*args.overrides, *extra]), progress=False)

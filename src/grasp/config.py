@@ -144,6 +144,9 @@ class PlannerConfig(_Section):
         "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split, else those `grasp "
         "synthesize` chose; workspace: only the last two (never the hand-written ones); none: the schema alone. "
         "The plan cache is keyed by the prompt, so plans made with examples are not replayed without them")
+    examples_file: Path | None = Field(None, description="worked examples read from this JSONL (one {qid, query, plan} "
+                                       "a line, as `grasp plans examples` writes) in place of the ones "
+                                       "planner.examples picks (not with planner.examples=none)")
     bank: bool = Field(False, description="show each query the nearest questions of the workspace's bank of "
                        "verified plans (`grasp plans bank`) as its worked examples, in place of the static ones "
                        "(kept where the KB has no bank); plans made with a bank are cached apart")
@@ -205,6 +208,13 @@ class GraphConfig(_Section):
     doc_tau: float = Field(0.90, ge=0, le=1, description="doc mode: keep matches whose cosine is at least tau x the "
                            "best match's")
     rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
+    query_weight: float = Field(0.1, ge=0, description="graph.rescore: also add this x how well the candidate "
+                                "matches the query itself: the query's words order the candidates a plan's anchors "
+                                "leave tied and catch what the relevance text left out (chosen on validation: "
+                                "docs/experiments.md); 0: the relevance text alone")
+    lexical_weight: float = Field(0.75, ge=0, description="graph.rescore: a text's match with a candidate is its "
+                                  "dense cosine plus this x its BM25 score over the candidates' best (the words an "
+                                  "encoder blurs: names, terms); 0: the dense cosine alone, as the paper")
     replan: Literal["off", "empty", "empty_or_hub"] = Field(
         "off", description="re-planning from execution feedback: when a plan returns no candidate (empty), or also "
         "more than graph.replan_hub (empty_or_hub), ask the planner once more with what the execution found (its "

@@ -117,7 +117,9 @@ def _dense(ws: Workspace) -> Retriever:
 def _graph(ws: Workspace) -> Retriever:
     from grasp.graph.build import build_graph_retriever
 
-    return build_graph_retriever(ws.config.graph, ws.planner, ws.node_vectors, ws.cache_dir, progress=ws.progress)
+    lexical = retriever(ws, "bm25").node_scores if ws.config.graph.lexical_weight > 0 else None
+    return build_graph_retriever(ws.config.graph, ws.planner, ws.node_vectors, ws.cache_dir, lexical=lexical,
+                                 progress=ws.progress)
 
 
 def mfar_method(ws: Workspace, *, trained: bool = True, base_encoder: bool = False):

@@ -25,6 +25,20 @@ def test_bm25_finds_lexical_match_and_only_candidates(ws):
     assert all(ws.skb.candidate_mask[i] for i in r.node_ids)  # chromosomes are not candidates
 
 
+def test_bm25_node_scores_are_the_rankings_scores(ws):
+    """Stage 1's lexical match: each node's BM25 score, equal to what the ranking gives it, 0 for a node the
+    index does not hold (a chromosome), in the order the ids are asked for."""
+    bm25 = methods.retriever(ws, "bm25")
+    ranked = bm25.search("sodium voltage-gated channel", k=20)
+    scores = dict(zip(ranked.node_ids.tolist(), ranked.scores.tolist(), strict=True))
+    assert set(list(scores)[:2]) == {1, 8}  # SCN1A and SCN2A name it in full
+    chromosome = next(i for i in range(ws.skb.num_nodes) if not ws.skb.candidate_mask[i])
+    asked = [8, chromosome, 2, 1, 0]
+    got = bm25.node_scores("sodium voltage-gated channel", asked)
+    assert got.tolist() == pytest.approx([scores.get(i, 0.0) for i in asked])
+    assert got[1] == 0.0 and got[0] > got[2] > 0  # KCNQ2 shares "voltage-gated channel" only
+
+
 def test_bm25_query_with_no_known_word(ws):
     assert len(methods.retriever(ws, "bm25").search("zzzz qqqq", k=5)) == 0
 

@@ -578,3 +578,39 @@ def test_a_plan_that_returned_nothing_is_made_again_with_what_execution_found(to
     ws.planner = replay
     again = methods.retriever(ws, "graph").batch_search([q])["1"]  # both plans cached: the same answer, no LLM
     assert again.node_ids.tolist() == ranking.node_ids.tolist() and again.trace.replan["cached"] is True
+
+
+@pytest.mark.parametrize("query_weight, lexical_weight", [(0.0, 0.0), (0.1, 0.0), (0.1, 0.75)])
+def test_the_query_orders_the_candidates_a_plan_leaves_tied(toy_dir, tmp_path, query_weight, lexical_weight):
+    """A plan with no relevance text scores every gene on chromosome 2 alike (one anchor): with graph.query_weight 0
+    they stay in id order; above 0 each gains query_weight x its match with the query (the dense cosine, plus
+    lexical_weight x its BM25 score over the candidates' best), so the potassium channel the query asks for comes
+    first."""
+    import numpy as np
+
+    from grasp.config import load_config
+    from grasp.results import Query
+    from grasp.workspace import Workspace
+
+    cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
+                             f"graph.query_weight={query_weight}", f"graph.lexical_weight={lexical_weight}"])
+    ws = Workspace.open(toy_dir, cfg, progress=False)
+    ws.planner = Planner(ws.skb, _SeededClient({None: _plan("chromosome 2", "chromosome", "on_chromosome")}),
+                         PlanCache(tmp_path / "p.jsonl"), retries=0, builder=PromptBuilder(ws.skb))
+    graph = methods.retriever(ws, "graph")
+    text = "potassium channel genes on chromosome 2"
+    ranking = graph.batch_search([Query("3", text, [2])])["3"]
+    ids = ranking.node_ids.tolist()
+    assert sorted(ids) == [1, 2, 8]  # SCN1A, KCNQ2, SCN2A: the genes on chromosome 2
+    anchor = pytest.approx(1.0, abs=1e-4)  # "chromosome 2" is the node's own name: its cosine
+    if query_weight == 0:
+        assert ids == [1, 2, 8] and len(set(ranking.scores.tolist())) == 1 and ranking.scores[0] == anchor
+        return
+    assert ids[0] == 2
+    match = graph.cosines([text], np.asarray(ids))[0]
+    if lexical_weight:
+        lexical = methods.retriever(ws, "bm25").node_scores(text, np.asarray(ids))
+        assert lexical[0] == lexical.max() > 0  # "potassium" is in KCNQ2's document only
+        match = match + lexical_weight * lexical / lexical.max()
+    assert np.ptp(ranking.scores - query_weight * match) < 1e-6  # the same anchor score under each
+    assert ranking.scores[0] - query_weight * match[0] == anchor

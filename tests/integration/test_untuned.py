@@ -103,3 +103,26 @@ def test_a_tuned_mfar_encoder_has_no_untuned_default(toy_dir, tmp_path):
     ready = methods.readiness(ws)
     assert [m for m, missing in ready.items() if missing] == ["mfar", "fused", "grasp-zs", "grasp"]
     assert "grasp train mfar" in ready["fused"] and methods.best_method(ws) == "bm25"
+
+
+def test_the_planner_reads_worked_examples_from_a_file(tmp_path):
+    """planner.examples_file replaces the examples planner.examples would pick (here the hand-written ones), so a
+    measurement can show the planner a chosen subset; a malformed file is one error naming its line."""
+    from grasp.errors import GraspError
+    from grasp.plan.examples import write_examples
+
+    config = [f"cache_dir={tmp_path}", "planner.kind=cache"]
+    ws = Workspace.open(DEMO_SKB, load_config(None, config), progress=False)
+    chosen = ws.planner.builder.examples[3:5]
+    write_examples(chosen, tmp_path / "two.jsonl")
+    two = Workspace(ws.skb, load_config(None, [*config, f"planner.examples_file={tmp_path / 'two.jsonl'}"]),
+                    progress=False)
+    assert two.planner.builder.examples == chosen and two.planner.builder.hash != ws.planner.builder.hash
+    bare = Workspace(ws.skb, load_config(None, [*config, f"planner.examples_file={tmp_path / 'two.jsonl'}",
+                                                "planner.examples=none"]), progress=False)
+    assert bare.planner.builder.examples == []
+    (tmp_path / "bad.jsonl").write_text('{"qid": 1, "query": "q", "plan": {}}\n{"qid": 2, "query": "q"}\n')
+    broken = Workspace(ws.skb, load_config(None, [*config, f"planner.examples_file={tmp_path / 'bad.jsonl'}"]),
+                       progress=False)
+    with pytest.raises(GraspError, match=r"bad.jsonl, line 2: a worked example needs plan"):
+        broken.planner  # noqa: B018

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from grasp.config import GraphConfig
 from grasp.encode.node_vectors import NodeVectors
@@ -30,7 +33,10 @@ def build_engine(cfg: GraphConfig, skb: SKB, index_dir: Path, *, progress: bool 
 
 
 def build_graph_retriever(cfg: GraphConfig, planner: Planner, vectors: NodeVectors, index_dir: Path, *,
+                          lexical: Callable[[str, np.ndarray], np.ndarray] | None = None,
                           progress: bool = True) -> GraphRetriever:
+    """``lexical``: the word-level scorer (BM25) that rescoring adds at ``graph.lexical_weight``."""
     linker = AnchorLinker(vectors, name_k=cfg.name_k, name_tau=cfg.name_tau, doc_k=cfg.doc_k, doc_tau=cfg.doc_tau)
     return GraphRetriever(planner, linker, build_engine(cfg, planner.skb, index_dir, progress=progress), vectors,
-                          rescore=cfg.rescore, replan=cfg.replan, replan_hub=cfg.replan_hub)
+                          rescore=cfg.rescore, query_weight=cfg.query_weight, lexical=lexical,
+                          lexical_weight=cfg.lexical_weight, replan=cfg.replan, replan_hub=cfg.replan_hub)

@@ -9,7 +9,7 @@ Candidates are only what the graph returns; nothing is invented for a plan that 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +83,15 @@ class GraphRetriever(Retriever):
     name = GRAPH_STAGE
 
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
-                 rescore: bool = True, replan: str = "off", replan_hub: int = 1000) -> None:
-        """``replan``: when a plan's execution says it missed (``empty``: no candidate; ``empty_or_hub``: also more
-        than ``replan_hub``), ask the planner once more with what the execution found (:meth:`_replan`)."""
+                 rescore: bool = True, query_weight: float = 0.0,
+                 lexical: Callable[[str, np.ndarray], np.ndarray] | None = None, lexical_weight: float = 0.0,
+                 replan: str = "off", replan_hub: int = 1000) -> None:
+        """``rescore``: add how well each candidate's document matches the plan's relevance text, and
+        ``query_weight`` x how well it matches the query itself; a match is the dense cosine, plus ``lexical_weight``
+        x the ``lexical`` score (BM25: text, node ids -> scores) over the candidates' best (:meth:`_text_scores`).
+        ``replan``: when a plan's execution says it missed
+        (``empty``: no candidate; ``empty_or_hub``: also more than ``replan_hub``), ask the planner once more with
+        what the execution found (:meth:`_replan`)."""
         if replan not in REPLAN:
             raise ValueError(f"replan must be one of {', '.join(REPLAN)}, not {replan!r}")
         self.replan, self.replan_hub = replan, replan_hub
@@ -94,7 +100,8 @@ class GraphRetriever(Retriever):
         self.linker = linker
         self.engine = engine
         self.vectors = vectors
-        self.rescore = rescore
+        self.rescore, self.query_weight = rescore, query_weight
+        self.lexical, self.lexical_weight = lexical, lexical_weight
         self.names = CypherNames(self.skb.schema)
 
     def prepare(self) -> None:
@@ -104,19 +111,42 @@ class GraphRetriever(Retriever):
             for mode in ("name", "doc"):
                 self.vectors.index(mode, node_type)
 
-    def _relevance(self, text: str, ids: np.ndarray) -> np.ndarray:
-        q = self.vectors.encoder.encode_queries([text])[0]
-        out = np.zeros(ids.size)
+    def cosines(self, texts: list[str], ids: np.ndarray) -> np.ndarray:
+        """(len(texts), len(ids)): each text's cosine with each candidate's document vector (one encoder call)."""
+        q = self.vectors.encoder.encode_queries(texts)
+        out = np.zeros((len(texts), ids.size))
         types = self.skb.node_type[ids]
         for t in np.unique(types):
             tname = self.skb.schema.type_names[t]
             rows_ids, matrix = self.vectors.embeddings("doc", tname)
             sel = types == t
             rows = np.searchsorted(rows_ids, ids[sel])
-            out[sel] = np.asarray(matrix[rows], dtype=np.float32) @ q
+            out[:, sel] = q @ np.asarray(matrix[rows], dtype=np.float32).T
         return out
 
-    def _execute(self, plan) -> _Execution:
+    def _text_scores(self, relevance_text: str, query: str, ids: np.ndarray) -> np.ndarray | None:
+        """What the candidates' text adds to their anchor score: match(relevance text) + query_weight x
+        match(query), where match = cos(text, document) + lexical_weight x BM25(text, document) / the candidates'
+        best BM25; None when nothing is added. Candidates reached through the same anchors score alike on the
+        graph, and half the plans carry no relevance text: the query's own words order those ties and catch what
+        the relevance text left out; the words themselves (a package name, a GO term) are what a small encoder
+        blurs and BM25 keeps."""
+        parts = [(what, text, w) for what, text, w in (("relevance text", relevance_text, 1.0),
+                                                        ("query", query, self.query_weight)) if text and w > 0]
+        if not self.rescore or not parts or not ids.size:
+            return None
+        announce("rescoring", f"rescoring {ids.size} candidates with the {' and the '.join(p[0] for p in parts)}")
+        texts = [text for _, text, _ in parts]
+        match = self.cosines(texts, ids)
+        if self.lexical is not None and self.lexical_weight > 0:
+            for i, text in enumerate(texts):
+                lexical = self.lexical(text, ids)
+                best = float(lexical.max())
+                if best > 0:
+                    match[i] += self.lexical_weight * lexical / best
+        return np.asarray([w for _, _, w in parts]) @ match
+
+    def _execute(self, plan, query: str) -> _Execution:
         """Link, execute and rescore one usable plan."""
         t0 = time.perf_counter()
         announce("linking", f"linking {len(plan.anchors)} anchor(s) to nodes")
@@ -126,10 +156,9 @@ class GraphRetriever(Retriever):
         announce("executing", f"running the plan on {self.engine.name}")
         ids, scores = self.engine.execute(plan, bindings, compiled)
         t2 = time.perf_counter()
-        text = plan.target.relevance_text
-        if self.rescore and text and ids.size:
-            announce("rescoring", f"rescoring {ids.size} candidates with the relevance text")
-            scores = scores + self._relevance(text, ids)
+        added = self._text_scores(plan.target.relevance_text, query, ids)
+        if added is not None:
+            scores = scores + added
         t3 = time.perf_counter()
         timings = {"link": round(1000 * (t1 - t0), 2), "execute": round(1000 * (t2 - t1), 2),
                    "rescore": round(1000 * (t3 - t2), 2)}
@@ -150,7 +179,7 @@ class GraphRetriever(Retriever):
         runs, errors = [], []
         for o in outcomes:
             try:
-                runs.append(self._execute(o.check.plan) if o.check.usable else None)
+                runs.append(self._execute(o.check.plan, query.text) if o.check.usable else None)
             except GraspError as e:  # one query's failure (an engine refusing its query) never ends a run
                 runs.append(None)
                 errors.append(str(e))
@@ -225,7 +254,7 @@ class GraphRetriever(Retriever):
         if not second.check.usable:
             return first, run, record, plan_ms
         try:
-            again = self._execute(second.check.plan)
+            again = self._execute(second.check.plan, first.query)
         except GraspError as e:
             errors.append(f"re-plan: {e}")
             return first, run, record, plan_ms

@@ -81,7 +81,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
-    synthesize` chose); only the latter with ``workspace``; none with ``none``. With ``planner.bank`` and a bank
+    synthesize` chose); only the latter with ``workspace``; ``planner.examples_file`` in place of either; none with
+    ``none``. With ``planner.bank`` and a bank
     beside ``plans_file``, each query's examples are instead the bank's questions nearest it (``encoder``: a factory
     of the encoder that compares them, called on the first query planned); with ``planner.schema_link``, each query
     is shown the part of the schema linked to it (the same encoder)."""
@@ -93,7 +94,9 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
         nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
     static = nearest is None or cfg.bank_keep_static
     examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and static else []
-    if not examples and cfg.examples != "none" and static:
+    if cfg.examples_file is not None and cfg.examples != "none" and static:
+        examples = read_examples(cfg.examples_file)
+    elif not examples and cfg.examples != "none" and static:
         found = next((path for path in examples_files if path.exists()), None)
         examples = read_examples(found) if found is not None else []
     linker = SchemaLinker(skb, encoder, keep=cfg.schema_link) if cfg.schema_link and encoder is not None else None

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from grasp.errors import GraspError
 from grasp.plan.prompt import Example
 from grasp.results import Query
 from grasp.storage import atomic_file
@@ -44,5 +45,24 @@ def write_examples(examples: Sequence[Example], path: Path) -> None:
 
 
 def read_examples(path: Path) -> list[Example]:
-    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [Example(str(r["qid"]), r["query"], r["plan"]) for r in rows]
+    """Worked examples from a JSONL file, one {qid, query, plan} a line; a problem is one error naming the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise GraspError(f"{path}: cannot read the worked examples ({e})") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise GraspError(f"{path}, line {number}: not JSON ({e.msg})") from None
+        missing = [key for key in ("qid", "query", "plan") if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise GraspError(f"{path}, line {number}: a worked example needs {', '.join(missing)}")
+        if not isinstance(row["query"], str) or not isinstance(row["plan"], dict):
+            raise GraspError(f"{path}, line {number}: 'query' must be a string and 'plan' an object")
+        out.append(Example(str(row["qid"]), row["query"], row["plan"]))
+    return out

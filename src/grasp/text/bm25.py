@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +165,22 @@ class BM25Retriever(Retriever):
             np.save(tmp / "node_ids.npy", self.node_ids)
             (tmp / "complete.json").write_text(json.dumps({**key, "sha256": checksum(tmp)}, sort_keys=True, default=str))
         self.tokenizer = make_tokenizer(self.config)  # reloaded from disk below, as on every later run
+
+    @cached_property
+    def _order(self) -> np.ndarray:
+        return np.argsort(self.node_ids, kind="stable")
+
+    def node_scores(self, text: str, ids: np.ndarray) -> np.ndarray:
+        """BM25 score of ``text`` against each node's document (0 for a node this index does not hold): how
+        Stage 1 weighs the words of a plan's relevance text and of the query among its candidates."""
+        tokens = self.tokenizer.tokenize([text], update_vocab=False, return_as="ids", show_progress=False)[0]
+        every = self.model.get_scores(tokens)
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.node_ids.size == 0:
+            return np.zeros(ids.size)
+        order = self._order
+        at = order[np.minimum(np.searchsorted(self.node_ids, ids, sorter=order), order.size - 1)]
+        return np.where(self.node_ids[at] == ids, every[at], 0.0)
 
     def batch_search(self, queries: Sequence[Query], k: int = 100, *, progress: bool = False) -> Run:
         run = Run(self.name)
