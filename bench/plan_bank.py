@@ -10,7 +10,8 @@ those templates left out, and the queries measured are then those templates' que
 bank never saw; the prompt's hand-written examples made from those templates are then left out of every setting but
 a first one that keeps all of them, the ceiling the bank is measured against), then plans the queries once per setting
 (static examples; the bank with each k and similarity) and judges each setting's plans by execution
-(`grasp plans report`): usable share, gold among the executed candidates, graph-only Hit@1 and MRR, and the planner's
+(`grasp plans report`): usable share, gold among the executed candidates, graph-only Hit@1 and MRR, the fused ranking's
+Hit@1 (beside mFAR's alone on the same queries), and the planner's
 seconds per plan (new plans only; with the batched torch engine, plans are made many at a time). Plans are cached:
 a rerun costs no LLM call.
 """
@@ -26,7 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from grasp import methods  # noqa: E402
 from grasp.config import load_config  # noqa: E402
+from grasp.eval.evaluate import evaluate_run  # noqa: E402
 from grasp.lab.bank import build_bank  # noqa: E402
 from grasp.lab.plan_outcomes import plans_report  # noqa: E402
 from grasp.skb import load_skb  # noqa: E402
@@ -96,22 +99,26 @@ def main() -> None:
         new = [o for o in outcomes.values() if not o.cached]
         report = plans_report(run, queries)
         overall = next(r for r in report["rows"] if r["group"] == "all")
+        fused = evaluate_run(methods.run(run, "fused", queries), queries, candidate_mask=skb.candidate_mask)
         row = {"setting": name, "queries": len(queries), "new_plans": len(new),
                "s_per_new_plan": round(wall / len(new), 2) if new else None,
-               **{key: overall[key] for key in ("usable", "gold_in_candidates", "hit@1", "mrr")}}
+               **{key: overall[key] for key in ("usable", "gold_in_candidates", "hit@1", "mrr")},
+               "fused_hit@1": fused.means["hit@1"]}
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\n{args.skb.name}, {args.split} ({len(queries)} queries"
           + (f" of the left-out templates {', '.join(args.exclude)}" if args.exclude else "") + ")\n")
-    print("| setting | usable | gold in candidates | graph Hit@1 | graph MRR | s per new plan |")
-    print("|---|---:|---:|---:|---:|---:|")
+    mfar = evaluate_run(methods.run(ws, "mfar", queries), queries, candidate_mask=skb.candidate_mask)
+    print(f"mFAR alone on these queries: Hit@1 {mfar.means['hit@1']:.3f}\n")
+    print("| setting | usable | gold in candidates | graph Hit@1 | graph MRR | fused Hit@1 | s per new plan |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         s = "—" if r["s_per_new_plan"] is None else f"{r['s_per_new_plan']:.2f}"
         print(f"| {r['setting']} | {r['usable']:.3f} | {r['gold_in_candidates']:.3f} | {r['hit@1']:.3f} | "
-              f"{r['mrr']:.3f} | {s} |")
+              f"{r['mrr']:.3f} | {r['fused_hit@1']:.3f} | {s} |")
     if args.json:
         args.json.write_text(json.dumps({"skb": str(args.skb), "split": args.split, "exclude": args.exclude,
-                                         "rows": rows}, indent=1))
+                                         "mfar_hit@1": mfar.means["hit@1"], "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":
