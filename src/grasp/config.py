@@ -207,7 +207,8 @@ class GraphConfig(_Section):
                        "documents): at most this many nodes per anchor")
     doc_tau: float = Field(0.90, ge=0, le=1, description="doc mode: keep matches whose cosine is at least tau x the "
                            "best match's")
-    rescore: bool = Field(True, description="add cos(relevance_text, document) to the anchor score")
+    rescore: bool = Field(True, description="add each candidate's match with the plan's relevance text (and with the "
+                          "query: graph.query_weight) to its anchor score; false: the anchor score alone")
     query_weight: float = Field(0.1, ge=0, description="graph.rescore: also add this x how well the candidate "
                                 "matches the query itself: the query's words order the candidates a plan's anchors "
                                 "leave tied and catch what the relevance text left out (chosen on validation: "

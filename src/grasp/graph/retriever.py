@@ -89,9 +89,8 @@ class GraphRetriever(Retriever):
         """``rescore``: add how well each candidate's document matches the plan's relevance text, and
         ``query_weight`` x how well it matches the query itself; a match is the dense cosine, plus ``lexical_weight``
         x the ``lexical`` score (BM25: text, node ids -> scores) over the candidates' best (:meth:`_text_scores`).
-        ``replan``: when a plan's execution says it missed
-        (``empty``: no candidate; ``empty_or_hub``: also more than ``replan_hub``), ask the planner once more with
-        what the execution found (:meth:`_replan`)."""
+        ``replan``: when a plan's execution says it missed (``empty``: no candidate; ``empty_or_hub``: also more
+        than ``replan_hub``), ask the planner once more with what the execution found (:meth:`_replan`)."""
         if replan not in REPLAN:
             raise ValueError(f"replan must be one of {', '.join(REPLAN)}, not {replan!r}")
         self.replan, self.replan_hub = replan, replan_hub
