@@ -82,9 +82,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
     synthesize` chose); only the latter with ``workspace``; ``planner.examples_file`` in place of either; none with
-    ``none``. With ``planner.bank`` and a bank
-    beside ``plans_file``, each query's examples are instead the bank's questions nearest it (``encoder``: a factory
-    of the encoder that compares them, called on the first query planned); with ``planner.schema_link``, each query
+    ``none``. With ``planner.bank`` and a bank beside ``plans_file``, each query's examples are instead the bank's
+    questions nearest it (``encoder``: a factory of the encoder that compares them, called on the first query planned); with ``planner.schema_link``, each query
     is shown the part of the schema linked to it (the same encoder)."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
@@ -93,10 +92,11 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     if bank is not None and bank.entries and encoder is not None:
         nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
     static = nearest is None or cfg.bank_keep_static
-    examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and static else []
     if cfg.examples_file is not None and cfg.examples != "none" and static:
         examples = read_examples(cfg.examples_file)
-    elif not examples and cfg.examples != "none" and static:
+    else:
+        examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and static else []
+    if not examples and cfg.examples_file is None and cfg.examples != "none" and static:
         found = next((path for path in examples_files if path.exists()), None)
         examples = read_examples(found) if found is not None else []
     linker = SchemaLinker(skb, encoder, keep=cfg.schema_link) if cfg.schema_link and encoder is not None else None
