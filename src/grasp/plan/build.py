@@ -83,8 +83,9 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
     synthesize` chose); only the latter with ``workspace``; ``planner.examples_file`` in place of either; none with
     ``none``. With ``planner.bank`` and a bank beside ``plans_file``, each query's examples are instead the bank's
-    questions nearest it (``encoder``: a factory of the encoder that compares them, called on the first query planned); with ``planner.schema_link``, each query
-    is shown the part of the schema linked to it (the same encoder)."""
+    questions nearest it (``encoder``: a factory of the encoder that compares them, called on the first query
+    planned); with ``planner.schema_link``, each query is shown the part of the schema linked to it (the same
+    encoder)."""
     cache = PlanCache(cfg.cache_file or plans_file, readonly=shipped_plans(skb.schema.name))
     factory = None if cfg.kind == "cache" else (lambda: build_chat_client(cfg, cache_root=cache_root, seed=seed))
     bank = PlanBank.load(cfg.bank_dir or Path(plans_file).parent) if cfg.bank else None
