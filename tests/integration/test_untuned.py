@@ -81,7 +81,8 @@ def test_the_planner_can_be_shown_no_worked_examples(tmp_path):
 def test_the_planner_can_be_kept_from_the_hand_written_examples(tmp_path):
     """planner.examples=workspace: the KB's own examples (drawn from its train split, or synthesized), never the
     package's hand-written ones, so that a KB trained on synthetic queries alone is planned without labels."""
-    from grasp.plan.examples import read_examples, write_examples
+    from grasp.plan.examples import write_examples
+    from grasp.plan.prompt import read_examples
 
     config = [f"cache_dir={tmp_path}", "planner.kind=cache"]
     ws = Workspace.open(DEMO_SKB, load_config(None, config), progress=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grasp.plan.grammar import plan_json_schema
-from grasp.plan.validate import PlanRejected, check_plan, parse_plan_text
+from grasp.plan.validate import PlanRejected, check_plan, collapse_repeats, parse_plan_text
 
 
 def A(var, text, label, mode="name"):
@@ -117,3 +117,16 @@ def test_amazon_retrieval_modes_are_acted_on(toy_skb):
     assert strict.plan.target.relevance_text == "" and strict.plan.risk_level == "normal"
     hybrid = check_plan({**base, "retrieval_mode": "graph_filter_doc"}, toy_skb.schema)
     assert hybrid.status == "valid" and hybrid.plan.target.relevance_text == "sodium"
+
+
+def test_a_relevance_text_that_loops_keeps_each_phrase_once(toy_skb):
+    """A schema-only plan looped on one phrase until the grammar's 300-character cap: each phrase is kept once, the
+    cut-off last one dropped, and the repair recorded; a text without repeats is left as written."""
+    looped = "black plumage, bird, family, " + ", ".join(["bird family"] * 22) + ", bird fam"
+    plan = {"anchors": [{"var": "T", "text": "crow", "label": "gene", "match_mode": "doc"}], "hops": [],
+            "target": {"var": "T", "labels": ["gene"], "relevance_text": looped}}
+    check = check_plan(plan, toy_skb.schema)
+    assert check.plan.target.relevance_text == "black plumage, bird, family, bird family"
+    assert check.status == "repaired" and any("relevance_text" in r for r in check.repairs)
+    assert collapse_repeats("sodium channel; Potassium, sodium CHANNEL") == "sodium channel, Potassium"
+    assert collapse_repeats(" ion transport, membrane ") == "ion transport, membrane"

@@ -10,11 +10,10 @@ from grasp.config import GraspConfig, PlannerConfig
 from grasp.errors import ConfigError
 from grasp.plan.bank import ExampleRetriever, PlanBank
 from grasp.plan.cache import PlanCache, shipped_plans
-from grasp.plan.examples import read_examples
 from grasp.plan.gguf import PLANNER
 from grasp.plan.llm import ChatClient, LocalGGUFClient, OpenAIChatClient, api_key_from_env
 from grasp.plan.planner import Planner
-from grasp.plan.prompt import PromptBuilder, load_examples, profile_of
+from grasp.plan.prompt import PromptBuilder, load_examples, profile_of, read_examples
 from grasp.plan.schema_link import SchemaLinker
 from grasp.skb.graph import SKB
 

