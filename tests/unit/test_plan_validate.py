@@ -130,3 +130,4 @@ def test_a_relevance_text_that_loops_keeps_each_phrase_once(toy_skb):
     assert check.status == "repaired" and any("relevance_text" in r for r in check.repairs)
     assert collapse_repeats("sodium channel; Potassium, sodium CHANNEL") == "sodium channel, Potassium"
     assert collapse_repeats(" ion transport, membrane ") == "ion transport, membrane"
+    assert collapse_repeats("bird family, bird, bird family") == "bird family, bird"  # "bird" is a phrase, not a cut

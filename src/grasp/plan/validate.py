@@ -225,17 +225,20 @@ def _repair(plan: Plan, schema: Schema, repairs: list[str]) -> Plan:
 
 
 def collapse_repeats(text: str) -> str:
-    """``text`` with each comma- or semicolon-separated phrase kept once (case-insensitively, first wins) and a
-    last phrase dropped where it is only the start of one kept before it (cut off by the length cap)."""
-    phrases = [p.strip() for p in re.split(r"[,;]", text)]
-    kept: list[str] = []
-    for phrase in phrases:
-        if phrase and phrase.lower() not in {k.lower() for k in kept}:
-            kept.append(phrase)
-    if len(kept) < len([p for p in phrases if p]) and len(kept) > 1 \
-            and any(k.lower().startswith(kept[-1].lower()) for k in kept[:-1]):
-        kept.pop()
-    return ", ".join(kept) if len(kept) < len([p for p in phrases if p]) else text.strip()
+    """``text`` with each comma- or semicolon-separated phrase kept once (case-insensitively, first wins), where a
+    phrase repeats; the last phrase is dropped too when it occurs only there and is the start of a longer one (the
+    grammar's length cap cut it off). A text without repeats is returned as written."""
+    phrases = [p.strip() for p in re.split(r"[,;]", text) if p.strip()]
+    lowered = [p.lower() for p in phrases]
+    kept: dict[str, str] = {}
+    for low, phrase in zip(lowered, phrases, strict=True):
+        kept.setdefault(low, phrase)  # the first spelling, in first-seen order
+    if len(kept) == len(phrases):
+        return text.strip()
+    last = lowered[-1]
+    if lowered.count(last) == 1 and any(low != last and low.startswith(last) for low in kept):
+        del kept[last]
+    return ", ".join(kept.values())
 
 
 def _split_anchor_from_target(anchors, hops, target_labels, target_var, schema, repairs):
