@@ -29,9 +29,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import shutil
-import tempfile
 from pathlib import Path
+
+from grasp.storage import atomic_dir
 
 # WordNet 3.0's lexicographer files by number (its ``lexnames`` list)
 LEXNAMES = {
@@ -138,9 +138,7 @@ def build(wordnet: Path, out: Path, nouns: list[str], verbs: list[str]) -> tuple
                     relation, reverse = pointers[symbol]
                     target = ids[(pos, target_offset)]
                     edges.add((target, relation, source) if reverse else (source, relation, target))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:  # built beside it, renamed into place when complete
         (tmp / "schema.json").write_text(json.dumps(SCHEMA, indent=1) + "\n")
         with gzip.open(tmp / "nodes.jsonl.gz", "wt", encoding="utf-8") as f:
             for node in nodes:
@@ -152,11 +150,6 @@ def build(wordnet: Path, out: Path, nouns: list[str], verbs: list[str]) -> tuple
         (tmp / "README.md").write_text(
             f"# WordNet 3.0 slice\n\nNouns of {', '.join(sorted(noun_files))}; verbs of {', '.join(sorted(verb_files))}."
             f"\nMade by bench/wordnet_kb.py from {wordnet}. WordNet 3.0 Copyright 2006 by Princeton University.\n")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return len(nodes), len(edges)
 
 
