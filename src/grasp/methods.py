@@ -81,10 +81,18 @@ def readiness(ws: Workspace) -> dict[str, str | None]:
     return out
 
 
+PLANNING_METHODS = ("graph", "fused", "grasp-zs", "grasp")  # those whose ranking starts from a plan
+DRAWN_EXAMPLES_PART = ("planner's worked examples: drawn from the KB by templates (grasp synthesize, or grasp plans "
+                       "examples on labelled queries)")
+
+
 def untuned(ws: Workspace) -> dict[str, list[str]]:
-    """For each method, the parts it would run on untuned defaults, each with the command that tunes it."""
-    return {method: [f"{label} ({command})" for name, label, command in TUNED_PARTS.get(method, ())
-                     if ws.artifact(name) is None] for method in METHODS}
+    """For each method, the parts it would run on untuned defaults, each with the command that tunes it (the
+    planner's worked examples among them where the KB has none but those drawn from it by templates)."""
+    drawn = ws.planner.examples_source == "drawn"
+    return {method: ([DRAWN_EXAMPLES_PART] if drawn and method in PLANNING_METHODS else [])
+            + [f"{label} ({command})" for name, label, command in TUNED_PARTS.get(method, ()) if ws.artifact(name) is None]
+            for method in METHODS}
 
 
 def status_lines(ws: Workspace) -> list[str]:

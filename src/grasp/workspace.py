@@ -79,6 +79,22 @@ class Workspace:
         return self.synth_dir / "examples.jsonl"
 
     @property
+    def drawn_examples_path(self) -> Path:
+        """Worked examples drawn from the KB and worded by templates: what the planner of a KB with no other
+        examples is shown (made on first use, in seconds)."""
+        return self.cache_dir / "drawn-examples.jsonl"
+
+    def drawn_examples(self) -> list:
+        """The examples at :attr:`drawn_examples_path`, drawn first where the file is missing."""
+        from grasp.plan.prompt import read_examples
+
+        if self.drawn_examples_path.exists():
+            return read_examples(self.drawn_examples_path)
+        from grasp.synth.synthesize import draw_examples
+
+        return draw_examples(self.skb, self.layout, self.drawn_examples_path, seed=self.config.seed)
+
+    @property
     def plans_file(self) -> Path:
         """The writable plan cache (under the package's shipped plans)."""
         return self.cache_dir / "plans.jsonl"
@@ -246,7 +262,7 @@ class Workspace:
 
         return build_planner(self.skb, self.config.planner, cache_root=self.config.cache_root,
                              plans_file=self.plans_file, examples_files=(self.examples_path, self.synth_examples_path),
-                             seed=self.config.seed, encoder=lambda: self.encoder)
+                             seed=self.config.seed, encoder=lambda: self.encoder, drawn_examples=self.drawn_examples)
 
     @cached_property
     def serializer(self) -> CandidateSerializer:

@@ -497,7 +497,8 @@ def test_a_bank_of_verified_plans_gives_each_query_its_nearest_examples(tmp_path
         planner.plan("sodium channel genes on chromosome 1")  # cached
         assert len(srv.requests) == n + 1
         system, user = (m["content"] for m in srv.requests[-1]["messages"])
-        assert system == plain.planner.builder.system  # the shared prefix is the bank-less prompt's
+        bare = Workspace.open(toy, load_config(None, [*sets, "planner.examples=none"]), progress=False)
+        assert system == bare.planner.builder.system  # the shared prefix: the schema, no static examples
         assert "Solved questions like this one" in user and user.count("Query: ") == 2
         assert "Query: sodium channel genes on chromosome 2" in user  # the nearest banked question
         assert "galactosyltransferase" not in user  # a test query is never banked

@@ -29,8 +29,8 @@ def test_a_kb_with_no_queries_answers_with_the_graph_branch(toy_dir, tmp_path):
                                                      f"planner.base_url={srv.url}", "planner.model=fake",
                                                      "planner.format=flat", "graph.engine=memory"])
         assert searcher.method == "grasp-zs"
-        assert searcher.untuned == ["mFAR field weights (grasp train mfar)", "fusion (grasp tune fusion)",
-                                    "final fusion (grasp tune rerank --zero-shot)"]
+        assert searcher.untuned == [methods.DRAWN_EXAMPLES_PART, "mFAR field weights (grasp train mfar)",
+                                    "fusion (grasp tune fusion)", "final fusion (grasp tune rerank --zero-shot)"]
         assert any("untuned defaults" in n for n in searcher.notes)
         result = searcher.search("sodium channel genes on chromosome 2", k=5, explain=True)
     cfg = GraspConfig()
@@ -54,7 +54,10 @@ def test_readiness_and_the_untuned_parts(toy_dir, tmp_path):
     assert methods.best_method(ws) == "grasp-zs"
     untuned = methods.untuned(ws)
     assert untuned["bm25"] == [] and untuned["mfar"] == ["mFAR field weights (grasp train mfar)"]
-    assert len(untuned["grasp-zs"]) == 3 and len(untuned["grasp"]) == 3
+    assert len(untuned["grasp-zs"]) == 4 and len(untuned["grasp"]) == 4  # with the examples drawn by templates
+    assert untuned["graph"] == [methods.DRAWN_EXAMPLES_PART] and ws.drawn_examples_path.exists()
+    shipped = Workspace.open(DEMO_SKB, GraspConfig(cache_dir=tmp_path / "c"), progress=False)
+    assert methods.DRAWN_EXAMPLES_PART not in methods.untuned(shipped)["graph"]  # hand-written examples there
     ws.save_setting(FusionSetting("static", 20.0, w=0.3), data={"val": 4})  # a tuned fusion replaces the default
     assert "fusion (grasp tune fusion)" not in methods.untuned(ws)["fused"]
     assert methods.retriever(ws, "fused").setting.rrf_k == 20.0
@@ -79,8 +82,8 @@ def test_the_planner_can_be_shown_no_worked_examples(tmp_path):
 
 
 def test_the_planner_can_be_kept_from_the_hand_written_examples(tmp_path):
-    """planner.examples=workspace: the KB's own examples (drawn from its train split, or synthesized), never the
-    package's hand-written ones, so that a KB trained on synthetic queries alone is planned without labels."""
+    """planner.examples=workspace: the KB's own examples (drawn from its train split, synthesized, or else drawn
+    from the KB by templates), never the package's hand-written ones, so that a KB is planned without labels."""
     from grasp.plan.examples import write_examples
     from grasp.plan.prompt import read_examples
 
@@ -88,7 +91,12 @@ def test_the_planner_can_be_kept_from_the_hand_written_examples(tmp_path):
     ws = Workspace.open(DEMO_SKB, load_config(None, config), progress=False)
     hand_written = ws.planner.builder.examples
     own = Workspace(ws.skb, load_config(None, [*config, "planner.examples=workspace"]), progress=False)
-    assert own.planner.builder.examples == []  # nothing synthesized yet: the schema alone
+    drawn = own.planner.builder.examples  # nothing synthesized yet: queries drawn from the KB, worded by templates
+    assert drawn == read_examples(own.drawn_examples_path) and len(drawn) == 12
+    assert all(e.qid.startswith("d") for e in drawn) and not {e.query for e in drawn} & {e.query for e in hand_written}
+    assert {len(e.plan["hops"]) for e in drawn} >= {0, 1, 2}  # the text-only shape beside the relational ones
+    own.reset()
+    assert own.planner.builder.examples == drawn  # drawn once, then read back
     write_examples(hand_written[:2], own.synth_examples_path)
     own.reset()
     assert own.planner.builder.examples == read_examples(own.synth_examples_path)

@@ -13,7 +13,7 @@ from grasp.plan.cache import PlanCache, shipped_plans
 from grasp.plan.gguf import PLANNER
 from grasp.plan.llm import ChatClient, LocalGGUFClient, OpenAIChatClient, api_key_from_env
 from grasp.plan.planner import Planner
-from grasp.plan.prompt import PromptBuilder, load_examples, profile_of, read_examples
+from grasp.plan.prompt import Example, PromptBuilder, load_examples, profile_of, read_examples
 from grasp.plan.schema_link import SchemaLinker
 from grasp.skb.graph import SKB
 
@@ -75,12 +75,13 @@ def local_engine(cfg: PlannerConfig) -> str:
 
 
 def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file: Path,
-                  examples_files: tuple[Path, ...] = (), seed: int, encoder: Callable[[], object] | None = None
-                  ) -> Planner:
+                  examples_files: tuple[Path, ...] = (), seed: int, encoder: Callable[[], object] | None = None,
+                  drawn_examples: Callable[[], list[Example]] | None = None) -> Planner:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
-    synthesize` chose); only the latter with ``workspace``; ``planner.examples_file`` in place of either; none with
+    synthesize` chose), else ``drawn_examples()`` (queries drawn from the KB and worded by templates, for a KB with
+    nothing else); only the latter three with ``workspace``; ``planner.examples_file`` in place of any; none with
     ``none``. With ``planner.bank`` and a bank beside ``plans_file``, each query's examples are instead the bank's
     questions nearest it (``encoder``: a factory of the encoder that compares them, called on the first query
     planned); with ``planner.schema_link``, each query is shown the part of the schema linked to it (the same
@@ -92,18 +93,31 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     if bank is not None and bank.entries and encoder is not None:
         nearest = ExampleRetriever(bank, encoder, k=cfg.bank_k, match=cfg.bank_match)
     static = nearest is None or cfg.bank_keep_static
-    if cfg.examples_file is not None and cfg.examples != "none" and static:
-        examples = read_examples(cfg.examples_file)
-    else:
-        examples = load_examples(profile_of(skb)) if cfg.examples == "auto" and static else []
-    if not examples and cfg.examples_file is None and cfg.examples != "none" and static:
-        found = next((path for path in examples_files if path.exists()), None)
-        examples = read_examples(found) if found is not None else []
+    examples, source = static_examples(skb, cfg, examples_files, drawn_examples) if static else ([], "bank")
     linker = SchemaLinker(skb, encoder, keep=cfg.schema_link) if cfg.schema_link and encoder is not None else None
-    return Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
-                   grammar=cfg.grammar,
-                   retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
-                   samples=cfg.samples, temperature=cfg.temperature, seed=seed, nearest=nearest, linker=linker)
+    planner = Planner(skb, factory, cache, builder=PromptBuilder(skb, examples=examples, plan_format=cfg.format),
+                      grammar=cfg.grammar,
+                      retries=cfg.retries, max_tokens=cfg.max_tokens, model_id=cfg.model, on_miss=cfg.on_miss,
+                      samples=cfg.samples, temperature=cfg.temperature, seed=seed, nearest=nearest, linker=linker)
+    planner.examples_source = source
+    return planner
+
+
+def static_examples(skb: SKB, cfg: PlannerConfig, examples_files: tuple[Path, ...],
+                    drawn_examples: Callable[[], list[Example]] | None) -> tuple[list[Example], str]:
+    """The worked examples every query's prompt shows, and where they came from: "file", "hand-written", the name
+    of the first of ``examples_files`` that exists, "drawn" or "none" (see :func:`build_planner`)."""
+    if cfg.examples == "none":
+        return [], "none"
+    if cfg.examples_file is not None:
+        return read_examples(cfg.examples_file), "file"
+    if cfg.examples == "auto" and (examples := load_examples(profile_of(skb))):
+        return examples, "hand-written"
+    found = next((path for path in examples_files if path.exists()), None)
+    if found is not None and (examples := read_examples(found)):
+        return examples, found.name
+    examples = drawn_examples() if drawn_examples is not None else []
+    return examples, "drawn" if examples else "none"
 
 
 def degrade_missing_planner(config: GraspConfig) -> str | None:

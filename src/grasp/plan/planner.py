@@ -63,6 +63,7 @@ class Planner:
         :class:`PlanNotCached` (``on_miss="error"``) or degrades to no_trade (``"no_trade"``). ``nearest``: a bank
         of verified plans whose questions nearest each query are shown as its worked examples; ``linker``: each
         query is shown the part of the schema linked to it, and its grammar is built from that part."""
+        self.examples_source = "given"  # where the prompt's static examples came from (set by build_planner)
         if on_miss not in ("error", "no_trade"):
             raise ValueError(f"on_miss must be 'error' or 'no_trade', not {on_miss!r}")
         if samples < 1:

@@ -39,15 +39,25 @@ def with_article(noun: str) -> str:
     return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
-def _link(step: dict, name: str, finite: bool) -> str:
+PREPOSITIONS = frozenset("of in on to by from with for at into as".split())
+
+
+def predicate(relation: str, plural: bool = False) -> str:
+    """A relation's name as the verb of a clause: a name that starts or ends with a preposition (``member_of``,
+    ``in_section``, ``located_in``) is a state, said with "is"; any other (``depends``, ``has_tag``) is its own verb."""
+    name = human(relation)
+    words = name.lower().split()
+    return f"{'are' if plural else 'is'} {name}" if words and (words[0] in PREPOSITIONS or words[-1] in PREPOSITIONS) else name
+
+
+def _link(step: dict, name: str, finite: bool, plural: bool = False) -> str:
     """How the answer relates to ``name`` through one step (seen from the anchor's side), as a clause after the
-    answer's type (``finite``: after "Which TYPE", so with its verb)."""
-    rel = human(step["relation"])
+    answer's type (``finite``: after "Which TYPE", so with its verb; ``plural``: after "List the TYPE entries")."""
     if step["direction"] == "forward":    # the anchor is the stored source: "... that X depends"
-        return f'that "{name}" {rel}'
+        return f'that "{name}" {predicate(step["relation"])}'
     if step["direction"] == "backward":   # the anchor is the stored target: "... that depends X"
-        return f'that {rel} "{name}"'
-    return ("is " if finite else "") + f'linked to the {human(step["from"])} "{name}" by {rel}'
+        return f'that {predicate(step["relation"], plural)} "{name}"'
+    return ("is " if finite else "") + f'linked to the {human(step["from"])} "{name}" by {human(step["relation"])}'
 
 
 def template_text(facts: dict, rng: np.random.Generator) -> str:
@@ -57,12 +67,12 @@ def template_text(facts: dict, rng: np.random.Generator) -> str:
     if not facts["anchors"]:
         return str(rng.choice([f"Which {answer} is about {text}?", f"Find the {answer} described by: {text}",
                                f"{answer} about {text}"]))
-    opening, finite = [(f"Which {answer}", True), (f"Find every {answer}", False),
-                       (f"List the {answer} entries", False)][int(rng.integers(3))]
+    opening, finite, plural = [(f"Which {answer}", True, False), (f"Find every {answer}", False, False),
+                               (f"List the {answer} entries", False, True)][int(rng.integers(3))]
     parts = []
     for anchor, path in zip(facts["anchors"], facts["paths"], strict=True):
         if len(path) == 1:
-            parts.append(_link(path[0], anchor["name"], finite))
+            parts.append(_link(path[0], anchor["name"], finite, plural))
         else:
             middle = human(path[0]["to"])
             parts.append(("is " if finite else "") + f"linked by {human(path[1]['relation'])} to {with_article(middle)} "
@@ -87,6 +97,23 @@ def acceptable(text: str, facts: dict) -> bool:
         return False  # only the anchors' names: which relation to them is asked for is lost
     hint = facts["text"].lower()
     return not (len(hint.split()) >= 3 and hint in low)
+
+
+def names_relations(text: str, facts: dict) -> bool:
+    """Whether ``text`` names every relation its facts walk: a word of the relation's name (its first four letters,
+    so "specialize" names ``specializes``) or, for a name of short words only (``is_a``), its last two words. A
+    worked example whose question does not say its relation teaches the planner to walk hops nobody asked for."""
+    low = text.lower()
+    found = {w[:4] for w in re.findall(r"[^\W\d_]+", low)}
+    for path in facts["paths"]:
+        for step in path:
+            name = human(step["relation"]).lower()
+            long_words = [w for w in name.split() if len(w) >= 3]
+            if long_words and not any(w[:4] in found for w in long_words):
+                return False
+            if not long_words and not re.search(rf"\b{re.escape(' '.join(name.split()[-2:]))}\b", low):
+                return False  # e.g. "is a" of bp_is_a
+    return True
 
 
 class LLMVerbalizer:
