@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from itertools import zip_longest
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 import numpy as np
