@@ -142,9 +142,13 @@ class PlannerConfig(_Section):
     examples: Literal["auto", "workspace", "none"] = Field(
         "auto", description="the worked examples the prompt shows: auto = the prompt profile's hand-written ones (bio, "
         "pkg, STaRK's), else those `grasp plans examples` drew from this KB's train split, else those `grasp "
-        "synthesize` chose, else queries drawn from the KB and worded by templates (no LLM; made once, in seconds); "
-        "workspace: only the last three (never the hand-written ones); none: the schema alone. "
+        "synthesize` chose, else (planner.draw_examples) queries drawn from the KB and worded by templates (no LLM; "
+        "made once, in seconds); workspace: only the last three (never the hand-written ones); none: the schema alone. "
         "The plan cache is keyed by the prompt, so plans made with examples are not replayed without them")
+    draw_examples: bool = Field(False, description="planner.examples=auto or workspace, and the KB has no other "
+                                "examples: show queries drawn from the KB and worded by templates (off: on a KB that "
+                                "did not choose the defaults they made the plans worse, docs/defaults.md); false: the "
+                                "schema alone")
     examples_file: Path | None = Field(None, description="worked examples read from this JSONL (one {qid, query, plan} "
                                        "a line, as `grasp plans examples` writes) in place of the ones "
                                        "planner.examples picks (not with planner.examples=none)")

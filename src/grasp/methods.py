@@ -89,7 +89,7 @@ DRAWN_EXAMPLES_PART = ("planner's worked examples: drawn from the KB by template
 def untuned(ws: Workspace) -> dict[str, list[str]]:
     """For each method, the parts it would run on untuned defaults, each with the command that tunes it (the
     planner's worked examples among them where the KB has none but those drawn from it by templates)."""
-    drawn = ws.planner.examples_source == "drawn"
+    drawn = ws.config.planner.draw_examples and ws.planner.examples_source == "drawn"  # the planner built only then
     return {method: ([DRAWN_EXAMPLES_PART] if drawn and method in PLANNING_METHODS else [])
             + [f"{label} ({command})" for name, label, command in TUNED_PARTS.get(method, ()) if ws.artifact(name) is None]
             for method in METHODS}

@@ -49,8 +49,7 @@ def test_an_interrupted_prepare_resumes_where_it_stopped(toy_dir, tmp_path, monk
     assert [status[s] for s in ("synthesize", "plans", "train-mfar", "tune-fusion")] == ["skipped"] * 4  # made before
     assert [status[s] for s in ("train-reranker", "tune-rerank-zero-shot", "tune-rerank", "index-reranker")] == ["ran"] * 4
     ws = Workspace.open(toy_dir, load_config(None, overrides), progress=False)
-    assert methods.best_method(ws) == "grasp"
-    assert methods.untuned(ws)["grasp"] == [methods.DRAWN_EXAMPLES_PART]  # every stage tuned; the toy ships no examples
+    assert methods.best_method(ws) == "grasp" and not methods.untuned(ws)["grasp"]
     lines = summary(ws)
     assert lines[0] == "auto: grasp" and "  fusion (fusion.json): made on labelled queries, test 2" in lines, lines
 

@@ -29,8 +29,8 @@ def test_a_kb_with_no_queries_answers_with_the_graph_branch(toy_dir, tmp_path):
                                                      f"planner.base_url={srv.url}", "planner.model=fake",
                                                      "planner.format=flat", "graph.engine=memory"])
         assert searcher.method == "grasp-zs"
-        assert searcher.untuned == [methods.DRAWN_EXAMPLES_PART, "mFAR field weights (grasp train mfar)",
-                                    "fusion (grasp tune fusion)", "final fusion (grasp tune rerank --zero-shot)"]
+        assert searcher.untuned == ["mFAR field weights (grasp train mfar)", "fusion (grasp tune fusion)",
+                                    "final fusion (grasp tune rerank --zero-shot)"]
         assert any("untuned defaults" in n for n in searcher.notes)
         result = searcher.search("sodium channel genes on chromosome 2", k=5, explain=True)
     cfg = GraspConfig()
@@ -54,9 +54,13 @@ def test_readiness_and_the_untuned_parts(toy_dir, tmp_path):
     assert methods.best_method(ws) == "grasp-zs"
     untuned = methods.untuned(ws)
     assert untuned["bm25"] == [] and untuned["mfar"] == ["mFAR field weights (grasp train mfar)"]
-    assert len(untuned["grasp-zs"]) == 4 and len(untuned["grasp"]) == 4  # with the examples drawn by templates
-    assert untuned["graph"] == [methods.DRAWN_EXAMPLES_PART] and ws.drawn_examples_path.exists()
-    shipped = Workspace.open(DEMO_SKB, GraspConfig(cache_dir=tmp_path / "c"), progress=False)
+    assert len(untuned["grasp-zs"]) == 3 and len(untuned["grasp"]) == 3 and untuned["graph"] == []
+    drawing = Workspace(ws.skb, load_config(None, [f"cache_dir={tmp_path / 'c'}", "planner.draw_examples=true"]),
+                        progress=False)
+    assert methods.untuned(drawing)["graph"] == [methods.DRAWN_EXAMPLES_PART] and drawing.drawn_examples_path.exists()
+    assert len(methods.untuned(drawing)["grasp-zs"]) == 4
+    shipped = Workspace.open(DEMO_SKB, load_config(None, [f"cache_dir={tmp_path / 'c'}", "planner.draw_examples=true"]),
+                             progress=False)
     assert methods.DRAWN_EXAMPLES_PART not in methods.untuned(shipped)["graph"]  # hand-written examples there
     ws.save_setting(FusionSetting("static", 20.0, w=0.3), data={"val": 4})  # a tuned fusion replaces the default
     assert "fusion (grasp tune fusion)" not in methods.untuned(ws)["fused"]
@@ -90,8 +94,11 @@ def test_the_planner_can_be_kept_from_the_hand_written_examples(tmp_path):
     config = [f"cache_dir={tmp_path}", "planner.kind=cache"]
     ws = Workspace.open(DEMO_SKB, load_config(None, config), progress=False)
     hand_written = ws.planner.builder.examples
-    own = Workspace(ws.skb, load_config(None, [*config, "planner.examples=workspace"]), progress=False)
-    drawn = own.planner.builder.examples  # nothing synthesized yet: queries drawn from the KB, worded by templates
+    assert Workspace(ws.skb, load_config(None, [*config, "planner.examples=workspace"]),
+                     progress=False).planner.builder.examples == []  # nothing synthesized yet: the schema alone
+    own = Workspace(ws.skb, load_config(None, [*config, "planner.examples=workspace", "planner.draw_examples=true"]),
+                    progress=False)
+    drawn = own.planner.builder.examples  # or, asked for, queries drawn from the KB and worded by templates
     assert drawn == read_examples(own.drawn_examples_path) and len(drawn) == 12
     assert all(e.qid.startswith("d") for e in drawn) and not {e.query for e in drawn} & {e.query for e in hand_written}
     assert {len(e.plan["hops"]) for e in drawn} >= {0, 1, 2}  # the text-only shape beside the relational ones

@@ -116,7 +116,7 @@ def static_examples(skb: SKB, cfg: PlannerConfig, examples_files: tuple[Path, ..
     found = next((path for path in examples_files if path.exists()), None)
     if found is not None and (examples := read_examples(found)):
         return examples, found.name
-    examples = drawn_examples() if drawn_examples is not None else []
+    examples = drawn_examples() if drawn_examples is not None and cfg.draw_examples else []
     return examples, "drawn" if examples else "none"
 
 
