@@ -16,11 +16,11 @@ from grasp.config import GraspConfig
 from grasp.errors import GraspError
 from grasp.graph.compiler import compile_plan
 from grasp.graph.linking import Binding
+from grasp.lab.synthesize import synthesize_workspace
 from grasp.plan.cache import PlanCache
 from grasp.plan.llm import ChatClient
 from grasp.plan.model import Plan
 from grasp.skb import read_queries
-from grasp.synth.run import synthesize_workspace
 from grasp.synth.sample import content_words
 from grasp.synth.synthesize import synthesize
 from grasp.synth.verbalize import LLMVerbalizer

@@ -23,7 +23,7 @@ def synthesize(ctx, skb_dir, stark_dataset, n, seed, val_share, max_answers, llm
     gold answers by executing each pattern's plan, a phrase of an answer's text where it narrows them; worded by
     the local LLM (or templates), deduplicated, split into train and val. Written into the workspace, with each
     query's plan and the planner's worked examples for a KB without its own."""
-    from grasp.synth.run import synthesize_workspace
+    from grasp.lab.synthesize import synthesize_workspace
 
     ws = workspace(ctx, skb_dir, stark_dataset)
     report = synthesize_workspace(ws, n=n, seed=seed, val_share=val_share, max_answers=max_answers, llm=llm)

@@ -86,7 +86,7 @@ def _index(ws: Workspace) -> str:
 
 
 def _synthesize(ws: Workspace) -> str:
-    from grasp.synth.run import synthesize_workspace
+    from grasp.lab.synthesize import synthesize_workspace
 
     return synthesize_workspace(ws).line()
 
