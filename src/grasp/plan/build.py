@@ -80,8 +80,8 @@ def build_planner(skb: SKB, cfg: PlannerConfig, *, cache_root: Path, plans_file:
     """Cached plans first (the package's for this schema, then ``plans_file``), the LLM on a miss
     (started on the first miss). Worked examples (``planner.examples=auto``): the prompt profile's, else the first
     of ``examples_files`` that exists (those `grasp plans examples` drew from the train split, then those `grasp
-    synthesize` chose), else ``drawn_examples()`` (queries drawn from the KB and worded by templates, for a KB with
-    nothing else); only the latter three with ``workspace``; ``planner.examples_file`` in place of any; none with
+    synthesize` chose), else, with ``planner.draw_examples``, ``drawn_examples()`` (queries drawn from the KB and
+    worded by templates); only the latter three with ``workspace``; ``planner.examples_file`` in place of any; none with
     ``none``. With ``planner.bank`` and a bank beside ``plans_file``, each query's examples are instead the bank's
     questions nearest it (``encoder``: a factory of the encoder that compares them, called on the first query
     planned); with ``planner.schema_link``, each query is shown the part of the schema linked to it (the same
