@@ -39,7 +39,28 @@ def synthesized(toy_dir, tmp_path):
 
 def test_gold_is_what_each_plan_selects_re_executed_on_kuzu(synthesized):
     ws, report = synthesized
-    assert report.n >= 20 and set(report.by_kind) >= {"1hop", "2hop", "2anchor", "text"}
+    assert report.n >= 20 and set(report.by_kind) == {"1hop", "2hop", "2anchor", "text"}
+    assert_gold_re_executed(ws, report)
+
+
+def test_the_kinds_asked_for_are_drawn_and_their_gold_re_executed(toy_dir, tmp_path):
+    kinds = ("2anchor-same", "2anchor-2hop", "text")
+    config = GraspConfig(cache_dir=tmp_path / "c", graph={"engine": "kuzu"}, synth={"kinds": kinds})
+    ws = Workspace.open(toy_dir, config, progress=False)
+    report = synthesize_workspace(ws, n=30, llm=False)
+    assert set(report.by_kind) == set(kinds)
+    plans = [json.loads(line)["plan"] for line in (ws.synth_dir / "plans.jsonl").read_text().splitlines()]
+    for plan in plans:
+        if plan["anchors"][0]["match_mode"] == "name":  # two anchors, their paths meeting at the target
+            assert len(plan["anchors"]) == 2 and len(plan["hops"]) in (2, 3)
+            assert len({a["text"] for a in plan["anchors"]}) == 2
+    assert any(len(p["hops"]) == 3 for p in plans)  # one anchor two hops away
+    assert any(len(p["hops"]) == 2 and p["hops"][0]["rel"] == p["hops"][1]["rel"] for p in plans)  # one relation
+    assert_gold_re_executed(ws, report)
+
+
+def assert_gold_re_executed(ws: Workspace, report) -> None:
+    """Each query's gold is what its plan selects when executed on the graph database, less its anchors."""
     engine = methods.retriever(ws, "graph").engine
     names = {n: i for i, n in enumerate(ws.skb.names)}
     queries = {q.text: q for q in read_queries(ws.synth_dir / "queries.jsonl")}
@@ -126,6 +147,11 @@ def test_llm_wording_is_checked_and_cached(toy_dir, tmp_path):
     again = EchoLLM()
     synthesize(ws.skb, ws.layout, tmp_path / "s2", n=30, llm=LLMVerbalizer(again, PlanCache(tmp_path / "w.jsonl")))
     assert again.calls == 0 and (tmp_path / "s2" / "queries.jsonl").read_text() == (tmp_path / "s" / "queries.jsonl").read_text()
+
+
+def test_an_unknown_kind_is_refused_by_the_configuration():
+    with pytest.raises(ValueError, match="synth.kinds"):
+        GraspConfig(synth={"kinds": ["3hop"]})
 
 
 def test_a_kb_without_relations_gets_a_clear_message(tmp_path, capsys):

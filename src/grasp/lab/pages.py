@@ -38,6 +38,8 @@ def _type_name(annotation: Any) -> str:
     if origin is not None:
         args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
         return f"{origin.__name__}[{args}]"
+    if annotation is Ellipsis:  # tuple[X, ...]: any number of X
+        return "..."
     if annotation is type(None):
         return "null"
     return getattr(annotation, "__name__", str(annotation))

@@ -25,4 +25,5 @@ def synthesize_workspace(ws: Workspace, *, n: int | None = None, seed: int | Non
         client = build_chat_client(config.planner, cache_root=config.cache_root, seed=seed)
         verbalizer = LLMVerbalizer(client, PlanCache(ws.synth_dir / "worded.jsonl"), seed=seed)
     return synthesize(ws.skb, ws.layout, ws.synth_dir, n=n, seed=seed, val_share=val_share, max_answers=max_answers,
-                      llm=verbalizer, examples_path=ws.synth_examples_path, progress=ws.progress)
+                      llm=verbalizer, examples_path=ws.synth_examples_path, kinds=cfg.kinds,
+                      progress=ws.progress)

@@ -1,8 +1,11 @@
 """The relational patterns a synthetic query is made from, enumerated from the schema, and the plan each one is.
 
 A pattern is one or two paths, each from an anchor node to the answer (the target): ``1hop`` (anchor -r-> target),
-``2hop`` (anchor -r1-> middle -r2-> target), ``2anchor`` (two 1-hop paths meeting at the target) and ``text`` (no
-path: the answer described by its own text). Each step says which way the stored edge runs where the relation joins
+``2hop`` (anchor -r1-> middle -r2-> target), ``2anchor`` (two 1-hop paths over different relations meeting at the
+target) and ``text`` (no path: the answer described by its own text). Two more kinds are drawn only when asked for
+(``synth.kinds``): ``2anchor-same`` (two anchors over the same relation: "packages tagged X and Y") and
+``2anchor-2hop`` (two anchors, one of them two hops away: "packages of maintainer M that depend on a package built
+from source S"). Each step says which way the stored edge runs where the relation joins
 a type to itself (``depends``, ``is_a``): there the direction is what the question means.
 """
 
@@ -13,7 +16,9 @@ from dataclasses import dataclass
 from grasp.plan.model import Anchor, Hop, Plan, Target
 from grasp.skb.schema import Schema
 
-KINDS = ("1hop", "2hop", "2anchor", "text")
+KINDS = ("1hop", "2hop", "2anchor", "text")  # drawn by default
+EXTRA_KINDS = ("2anchor-same", "2anchor-2hop")
+ALL_KINDS = KINDS + EXTRA_KINDS
 
 
 @dataclass(frozen=True)
@@ -54,19 +59,27 @@ def steps(schema: Schema) -> list[Step]:
     return list(dict.fromkeys(out))
 
 
-def enumerate_patterns(schema: Schema) -> dict[str, list[Pattern]]:
-    """Every pattern of each kind whose answer is a candidate type."""
+def enumerate_patterns(schema: Schema, kinds: tuple[str, ...] = KINDS) -> dict[str, list[Pattern]]:
+    """Every pattern of each of ``kinds`` whose answer is a candidate type (in the order of ``ALL_KINDS``)."""
+    unknown = [k for k in kinds if k not in ALL_KINDS]
+    if unknown:
+        raise ValueError(f"unknown pattern kind {', '.join(unknown)}; the kinds: {', '.join(ALL_KINDS)}")
     candidates = set(schema.candidate_types)
     walks = steps(schema)
     into = [s for s in walks if s.end in candidates]
-    out: dict[str, list[Pattern]] = {"1hop": [], "2hop": [], "2anchor": [], "text": []}
-    out["1hop"] = [Pattern("1hop", ((s,),), s.end) for s in into]
     # a walk back over the same relation is kept: "genes in the same process as gene X" (the anchor is no answer)
-    out["2hop"] = [Pattern("2hop", ((a, b),), b.end) for b in into for a in walks if a.end == b.start]
-    out["2anchor"] = [Pattern("2anchor", ((a,), (b,)), a.end) for i, a in enumerate(into) for b in into[i + 1:]
-                      if a.end == b.end]
-    out["text"] = [Pattern("text", (), t) for t in schema.candidate_types]
-    return out
+    two_hops = [(a, b) for b in into for a in walks if a.end == b.start]
+    made = {
+        "1hop": lambda: [Pattern("1hop", ((s,),), s.end) for s in into],
+        "2hop": lambda: [Pattern("2hop", (path,), path[-1].end) for path in two_hops],
+        "2anchor": lambda: [Pattern("2anchor", ((a,), (b,)), a.end) for i, a in enumerate(into) for b in into[i + 1:]
+                            if a.end == b.end],
+        "text": lambda: [Pattern("text", (), t) for t in schema.candidate_types],
+        "2anchor-same": lambda: [Pattern("2anchor-same", ((s,), (s,)), s.end) for s in into],
+        "2anchor-2hop": lambda: [Pattern("2anchor-2hop", ((a,), path), a.end) for a in into for path in two_hops
+                                 if path[-1].end == a.end],
+    }
+    return {kind: made[kind]() for kind in ALL_KINDS if kind in kinds}
 
 
 def plan_of(pattern: Pattern, anchors: list[tuple[str, str]], phrase: str = "") -> Plan:

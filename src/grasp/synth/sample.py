@@ -151,14 +151,20 @@ class Sampler:
         if first is None:
             return None
         anchors.append(first)
-        if pattern.kind == "2anchor":
+        if len(pattern.paths) == 2:  # the second anchor: walked back from an answer of the first path
             reached = self._execute(Pattern("1hop", pattern.paths[:1], pattern.target), anchors, "")
             if not reached:
                 return None
-            second = self._neighbour(int(self.rng.choice(reached)), pattern.paths[1][0])
-            if second is None or second == first:
+            second: int | None = int(self.rng.choice(reached))
+            for step in reversed(pattern.paths[1]):
+                second = self._neighbour(second, step)
+                if second is None:
+                    return None
+            if second == first:
                 return None
             anchors.append(second)
+            if pattern.paths[0] == pattern.paths[1]:
+                anchors.sort()  # one query, whichever anchor was drawn first
         gold = self._execute(pattern, anchors, "")
         phrase = ""
         if len(gold) > self.max_answers or (len(gold) > 1 and self.rng.random() < self.constraint_share):

@@ -25,7 +25,7 @@ from grasp.plan.examples import write_examples
 from grasp.plan.prompt import Example
 from grasp.skb.queries import write_queries
 from grasp.storage import atomic_file
-from grasp.synth.patterns import enumerate_patterns
+from grasp.synth.patterns import KINDS, enumerate_patterns
 from grasp.synth.sample import Sampler, Synthetic
 from grasp.synth.verbalize import LLMVerbalizer, names_relations, verbalize
 
@@ -54,10 +54,11 @@ class SynthesisReport:
 
 def synthesize(skb, layout, out_dir: Path, *, n: int = 2000, seed: int = 13, val_share: float = 0.2,
                max_answers: int = 10, llm: LLMVerbalizer | None = None, examples_path: Path | None = None,
-               progress: bool = False) -> SynthesisReport:
+               kinds: tuple[str, ...] = KINDS, progress: bool = False) -> SynthesisReport:
     """Draw ``n`` queries (fewer when the KB runs out of distinct ones), word them and write them to ``out_dir``."""
     rng = np.random.default_rng(seed)
-    items, attempts = draw(skb, layout, n=n, seed=seed, max_answers=max_answers, rng=rng, progress=progress)
+    items, attempts = draw(skb, layout, n=n, seed=seed, max_answers=max_answers, rng=rng, kinds=kinds,
+                           progress=progress)
     verbalize(items, llm, seed=seed, progress=progress)
     items = _distinct(items)
     order = rng.permutation(len(items))
@@ -82,11 +83,11 @@ def synthesize(skb, layout, out_dir: Path, *, n: int = 2000, seed: int = 13, val
 
 
 def draw(skb, layout, *, n: int, seed: int, max_answers: int = 10, rng: np.random.Generator | None = None,
-         progress: bool = False) -> tuple[list[Synthetic], int]:
+         kinds: tuple[str, ...] = KINDS, progress: bool = False) -> tuple[list[Synthetic], int]:
     """``n`` distinct unworded queries (fewer when the KB runs out of them) and the draws it took: a pattern kind
-    drawn first, then a pattern of it, then anchors."""
-    patterns = {kind: ps for kind, ps in enumerate_patterns(skb.schema).items() if ps}
-    if not [k for k in patterns if k != "text"]:
+    (of ``kinds``) drawn first, then a pattern of it, then anchors."""
+    patterns = {kind: ps for kind, ps in enumerate_patterns(skb.schema, kinds).items() if ps}
+    if not [k for k in patterns if k != "text"] and kinds != ("text",):
         raise GraspError(f"{skb.name}: no relation of its schema reaches a candidate type "
                          f"({len(skb.schema.relations)} relations over {len(skb.schema.node_types)} node types), so "
                          "no relational query can be made from it")
@@ -157,7 +158,7 @@ def _query(it: Synthetic):
 def worked_examples(items: list[Synthetic], limit: int = MAX_EXAMPLES) -> list[Example]:
     """A few queries that show the planner each shape in proportion and cover the most relations.
 
-    Each pattern kind (text-only, 1 hop, 2 hops, two anchors) gets a share of ``limit`` in proportion to its queries
+    Each pattern kind (text-only, 1 hop, 2 hops, two anchors, ...) gets a share of ``limit`` in proportion to its queries
     (at least one where room allows), so that a planner shown mostly hops does not learn to walk them for a question
     that only describes its answer. Only questions that name every relation they walk are shown (the LLM's wording
     where it does, else the template's). Within a kind: greedily the query adding the most relations not yet shown
