@@ -141,7 +141,8 @@ class Workspace:
             return self.mfar_dir / name.removeprefix("mfar/")
         if name.startswith("reranker/"):
             return self.reranker_dir / name.removeprefix("reranker/")
-        return self.cache_dir / name
+        # settings tuned on synthetic queries never take the place of those tuned on the KB's labelled ones
+        return (self.cache_dir / "synthetic" if self.queries_source == "synthetic" else self.cache_dir) / name
 
     def _artifact_candidates(self, name: str) -> list[tuple[Path, bool]]:
         from grasp.plan.prompt import profile_of

@@ -176,3 +176,27 @@ def test_info_prints_and_verifies_index_checksums(tmp_path, capsys):
     main([*base, "info", "--skb", str(toy), "--verify"])
     out = capsys.readouterr().out
     assert "CHANGED since it was built" in out and "CHANGED: vectors embeddings/doc-" in out
+
+
+def test_settings_tuned_on_synthetic_queries_never_replace_the_labelled_ones(tmp_path):
+    """A workspace tuned on synthetic queries (`queries=synthetic`) keeps its settings apart: a labelled run of the
+    same KB reads its own (or the shipped ones), never them."""
+    from grasp.artifacts import FUSION_SETTING, final_fusion_artifact
+    from grasp.config import load_config
+    from grasp.workspace import Workspace
+
+    toy = write_toy(tmp_path / "toy")
+
+    def workspace(*overrides):
+        return Workspace.open(toy, load_config(None, [f"cache_dir={tmp_path / 'c'}", "artifacts.shipped=false",
+                                                      *overrides]), progress=False)
+
+    synthetic, labelled = workspace("queries=synthetic"), workspace()
+    assert synthetic.cache_dir == labelled.cache_dir
+    for name in (FUSION_SETTING, final_fusion_artifact(False), final_fusion_artifact(True)):
+        assert synthetic.artifact_path(name) == synthetic.cache_dir / "synthetic" / name
+        assert labelled.artifact_path(name) == labelled.cache_dir / name
+    made = synthetic.artifact_path(FUSION_SETTING)
+    made.parent.mkdir(parents=True)
+    made.write_text('{"k": 60}')
+    assert synthetic.artifact(FUSION_SETTING) == made and labelled.artifact(FUSION_SETTING) is None

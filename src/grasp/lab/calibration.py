@@ -55,10 +55,11 @@ def draw_reliability(curves: dict[str, dict], path: Path, *, title: str) -> None
 
 
 def _row(name: str, r: dict) -> str:
-    auc = f"{r['auc']:.3f}" if r.get("auc") is not None else "–"
-    return (f"| {name} | {r['n']} | {100 * r['right']:.1f} | {auc} | {r['brier']:.3f} | {r['ece']:.3f} | "
-            f"{100 * r['wrong_low_evidence']:.1f} | {100 * r['wrong_low_planner']:.1f} | "
-            f"{100 * r['right_kept_evidence']:.1f} | {100 * r['right_kept_planner']:.1f} |")
+    def cell(key: str, scale: float = 1.0, digits: int = 1) -> str:  # "–" where a set gives no value
+        return "–" if r.get(key) is None else f"{scale * r[key]:.{digits}f}"
+    return (f"| {name} | {r['n']} | {cell('right', 100)} | {cell('auc', digits=3)} | {cell('brier', digits=3)} | "
+            f"{cell('ece', digits=3)} | {cell('wrong_low_evidence', 100)} | {cell('wrong_low_planner', 100)} | "
+            f"{cell('right_kept_evidence', 100)} | {cell('right_kept_planner', 100)} |")
 
 
 def confidence_section(ws: Workspace, queries: Sequence[Query], split: str, runs: dict[str, Run],
