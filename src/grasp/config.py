@@ -350,6 +350,11 @@ class RerankerConfig(_Section):
         return self
 
 
+# the relational pattern kinds `grasp synthesize` can draw (grasp.synth.patterns), and those it draws by default
+SynthKind = Literal["1hop", "2hop", "2anchor", "text", "2anchor-same", "2anchor-2hop"]
+DEFAULT_SYNTH_KINDS: tuple[SynthKind, ...] = ("1hop", "2hop", "2anchor", "text")
+
+
 class SynthConfig(_Section):
     """`grasp synthesize` (and `grasp prepare` on a KB without labelled queries): training queries made from the KB."""
 
@@ -358,8 +363,8 @@ class SynthConfig(_Section):
     val_share: float = Field(0.2, ge=0, le=1, description="share of the queries put in the val split")
     llm: bool = Field(True, description="word the queries with the planner's LLM where one is there (its replies "
                       "cached); false: templates")
-    kinds: tuple[Literal["1hop", "2hop", "2anchor", "text", "2anchor-same", "2anchor-2hop"], ...] = Field(
-        ("1hop", "2hop", "2anchor", "text"), min_length=1,
+    kinds: tuple[SynthKind, ...] = Field(
+        DEFAULT_SYNTH_KINDS, min_length=1,
         description="the pattern kinds drawn, each an equal share of the draws: one hop, two hops, two anchors over "
         "different relations, text only; also 2anchor-same (two anchors over one relation) and 2anchor-2hop (two "
         "anchors, one two hops away), e.g. --set 'synth.kinds=[\"1hop\",\"2hop\",\"2anchor\",\"text\",\"2anchor-same\"]'")

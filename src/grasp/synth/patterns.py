@@ -12,13 +12,14 @@ a type to itself (``depends``, ``is_a``): there the direction is what the questi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
+from grasp.config import DEFAULT_SYNTH_KINDS, SynthKind
 from grasp.plan.model import Anchor, Hop, Plan, Target
 from grasp.skb.schema import Schema
 
-KINDS = ("1hop", "2hop", "2anchor", "text")  # drawn by default
-EXTRA_KINDS = ("2anchor-same", "2anchor-2hop")
-ALL_KINDS = KINDS + EXTRA_KINDS
+KINDS: tuple[str, ...] = DEFAULT_SYNTH_KINDS  # drawn by default
+ALL_KINDS: tuple[str, ...] = get_args(SynthKind)
 
 
 @dataclass(frozen=True)

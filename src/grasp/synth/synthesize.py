@@ -87,7 +87,7 @@ def draw(skb, layout, *, n: int, seed: int, max_answers: int = 10, rng: np.rando
     """``n`` distinct unworded queries (fewer when the KB runs out of them) and the draws it took: a pattern kind
     (of ``kinds``) drawn first, then a pattern of it, then anchors."""
     patterns = {kind: ps for kind, ps in enumerate_patterns(skb.schema, kinds).items() if ps}
-    if not [k for k in patterns if k != "text"] and kinds != ("text",):
+    if any(k != "text" for k in kinds) and not any(k != "text" for k in patterns):  # relational kinds asked, none fit
         raise GraspError(f"{skb.name}: no relation of its schema reaches a candidate type "
                          f"({len(skb.schema.relations)} relations over {len(skb.schema.node_types)} node types), so "
                          "no relational query can be made from it")
