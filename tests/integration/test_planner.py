@@ -615,3 +615,24 @@ def test_the_query_orders_the_candidates_a_plan_leaves_tied(toy_dir, tmp_path, q
         match = match + lexical_weight * lexical / lexical.max()
     assert np.ptp(ranking.scores - query_weight * match) < 1e-6  # the same anchor score under each
     assert ranking.scores[0] - query_weight * match[0] == anchor
+
+
+def test_report_says_how_many_queries_have_no_cached_plan(toy_skb, tmp_path):
+    """A report replaying cached plans (planner.kind=cache) names the queries it could not plan, instead of
+    measuring their empty graph branch silently."""
+    from grasp.config import load_config
+    from grasp.lab.ablation import unplanned_note
+    from grasp.workspace import Workspace
+
+    config = load_config(None, [f"cache_dir={tmp_path}", "planner.kind=cache", "planner.on_miss=no_trade"])
+    ws = Workspace(toy_skb, config, progress=False)
+    queries = ws.queries()
+    planner = ws.planner
+    planner.cache.put({"key": planner.key(queries[0].text), "raw": GOOD})
+    with pytest.warns(UserWarning, match=f"{len(queries) - 1} of {len(queries)} queries have no cached plan"):
+        (line,) = unplanned_note(ws, queries)
+    assert line.startswith(f"- graph: {len(queries) - 1} of {len(queries)}") and "grasp plans build" in line
+    for q in queries[1:]:
+        planner.cache.put({"key": planner.key(q.text), "raw": GOOD})
+    assert unplanned_note(ws, queries) == []
+    assert unplanned_note(Workspace(toy_skb, load_config(None, [f"cache_dir={tmp_path}"]), progress=False), queries) == []

@@ -4,6 +4,7 @@ a split, a bar chart, and the rank of the gold answer as it moves through the st
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from grasp import methods
@@ -58,6 +59,7 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     untuned = methods.untuned(ws)
     notes = [f"- {label}: untuned defaults for {'; '.join(untuned[m])}" for m, label in STAGES
              if untuned.get(m) and m in runs]
+    notes += unplanned_note(ws, queries)
     if skipped or notes:
         lines += ["", *skipped, *notes]
     lines += ["", "## Rank of the first gold answer through the stages", ""]
@@ -90,6 +92,21 @@ def ablation(ws: Workspace, *, split: str = "test", limit: int | None = None, ou
     (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     _bar_chart(reports, out_dir / "ablation.png", title=f"{ws.skb.name} ({split})")
     return text
+
+
+def unplanned_note(ws: Workspace, queries: list) -> list[str]:
+    """With planner.kind=cache, the queries whose plan is not cached (their graph branch is empty, so every stage
+    over it is measured without it): a line saying how many and how to plan them, or nothing."""
+    if ws.config.planner.kind != "cache" or not queries:
+        return []
+    planner = ws.planner
+    missing = sum(planner.cached(q.text) is None for q in queries)
+    if not missing:
+        return []
+    line = (f"- graph: {missing} of {len(queries)} queries have no cached plan under this prompt (planner.kind=cache): "
+            "their graph branch is empty; plan them with `grasp plans build` and the same settings")
+    warnings.warn(line[2:], stacklevel=2)
+    return [line]
 
 
 def report_provenance(ws: Workspace, *, split: str, limit: int | None, queries_file: Path | None = None) -> dict:
