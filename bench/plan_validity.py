@@ -1,6 +1,7 @@
-"""Share of valid plans with and without the schema grammar, on real query text.
+"""Share of valid plans with and without the schema grammar, on real query text, and the shapes of the usable plans.
 
     python bench/plan_validity.py --n 30 [--shared ../shared] [--datasets stark-amazon,stark-mag,stark-prime,bio,pkg]
+        [--grammar both|yes|no]
 
 STaRK: the first N test queries of each dataset (its graphs are not available, so plans are
 validated against STaRK's schema alone); bio/pkg: the first N test queries, against their SKB.
@@ -8,7 +9,9 @@ Each (dataset, grammar) pair plans with the configured planner (default: the loc
 into its own cache file under out/plan-validity/, so a rerun costs no LLM call. Prints a
 markdown table (the README's; bio/pkg replay from committed caches, STaRK costs about 40 s of
 CPU per plan): usable = valid or repaired after at most one retry with the error fed back;
-first try = usable without a retry.
+first try = usable without a retry. A second table gives the usable plans' shapes: the share with 0, 1 and 2+
+anchors and 0, 1 and 2+ hops, the share of anchors matched by name, the number of distinct shapes and the relations
+used most.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=Path("../shared"))
     ap.add_argument("--datasets", default="stark-amazon,stark-mag,stark-prime,bio,pkg")
     ap.add_argument("--out", type=Path, default=Path("out/plan-validity"))
+    ap.add_argument("--grammar", choices=["both", "yes", "no"], default="both")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
     args = ap.parse_args()
     config = load_config(None, args.overrides)
@@ -54,7 +58,7 @@ def main() -> None:
     rows = []
     for name in args.datasets.split(","):
         skb, queries = load(name, args.shared, args.n)
-        for grammar in (True, False):
+        for grammar in {"both": (True, False), "yes": (True,), "no": (False,)}[args.grammar]:
             # plans already made are reused (the key holds model, prompt and grammar flag): the pipeline's shipped
             # caches (bio/pkg, with the grammar) and this bench's committed bio/pkg runs without it
             cache = PlanCache(args.out / f"{name}-{'grammar' if grammar else 'free'}.jsonl",
@@ -77,6 +81,22 @@ def main() -> None:
         print(f"| {name} | {s['n']} | {'yes' if grammar else 'no'} | {100 * s['usable']:.0f}% | "
               f"{100 * s['first_try_usable']:.0f}% | {100 * s['valid']:.0f}% | {100 * s['repaired']:.0f}% | "
               f"{100 * s['rejected']:.0f}% | {100 * s['empty']:.0f}% | {p50} |")
+    print("\n| dataset | grammar | usable plans | anchors 0 / 1 / 2+ | hops 0 / 1 / 2+ | anchors by name | distinct shapes "
+          "| relations used most |")
+    print("|---|---|---:|---|---|---:|---:|---|")
+    for name, grammar, s in rows:
+        sh = s["shapes"]
+        modes = sh["match_modes"]
+        by_name = modes.get("name", 0) / max(1, sum(modes.values()))
+        top = ", ".join(f"{r} {c}" for r, c in list(sh["relations"].items())[:4])
+        print(f"| {name} | {'yes' if grammar else 'no'} | {sh['plans']} | {split_counts(sh['anchors'])} | "
+              f"{split_counts(sh['hops'])} | {100 * by_name:.0f}% | {sh['distinct_shapes']} | {top} |")
+
+
+def split_counts(shares: dict) -> str:
+    """Shares of 0, 1 and 2-or-more, as percentages ("10 / 70 / 20")."""
+    zero, one = shares.get("0", 0.0), shares.get("1", 0.0)
+    return f"{100 * zero:.0f} / {100 * one:.0f} / {100 * (1 - zero - one) if shares else 0:.0f}"
 
 
 if __name__ == "__main__":

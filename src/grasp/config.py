@@ -227,6 +227,11 @@ class GraphConfig(_Section):
         "anchors' links), and keep the new plan if it returns candidates (fewer, for a hub); an LLM call more")
     replan_hub: int = Field(1000, ge=1, description="graph.replan=empty_or_hub: candidates above which a plan counts "
                             "as a hub's")
+    description_floor: float = Field(0.0, ge=0, le=1, description="a name anchor whose best linked node names it "
+                                     "less well than this (the name holds not all its words, and their cosine is "
+                                     "lower) is read as a description: its branch is dropped and its words join the "
+                                     "relevance text; a plan left with no anchor matches the target's documents "
+                                     "(grasp.graph.descriptions); 0: never")
     buffer_pool_mb: int = Field(1024, ge=64, description="Kùzu buffer pool (it defaults to 80% of RAM otherwise)")
     neo4j_uri: str = Field("bolt://localhost:7687", description="engine=neo4j: the Bolt server")
     neo4j_user: str = Field("neo4j", description="engine=neo4j: the user")

@@ -636,3 +636,33 @@ def test_report_says_how_many_queries_have_no_cached_plan(toy_skb, tmp_path):
         planner.cache.put({"key": planner.key(q.text), "raw": GOOD})
     assert unplanned_note(ws, queries) == []
     assert unplanned_note(Workspace(toy_skb, load_config(None, [f"cache_dir={tmp_path}"]), progress=False), queries) == []
+
+
+def test_a_description_bound_as_a_name_is_run_as_text_above_the_floor(toy_dir, tmp_path):
+    """graph.description_floor: the gene anchor that names no gene is dropped with its hop and the target is
+    matched by its documents against the phrase; the trace shows the plan run and the phrase, and the link
+    confidence stays the planner's (low). Off (0), the planner's plan is run as it is."""
+    from grasp.config import load_config
+    from grasp.results import Query
+    from grasp.workspace import Workspace
+
+    phrase = "a pigment made of small molecules"
+    reply = json.dumps({
+        "anchors": [{"var": "A", "text": phrase, "label": "gene", "match_mode": "name"}],
+        "hops": [{"from": "A", "rel": "involved_in", "to_var": "T", "to_label": "process"}],
+        "target": {"var": "T", "labels": ["process"], "relevance_text": ""}, "risk_level": "normal"})
+    traces = {}
+    for floor in (0.0, 0.9):
+        cfg = load_config(None, [f"cache_dir={tmp_path / 'c'}", "graph.engine=memory", "encoder.max_length=128",
+                                 f"graph.description_floor={floor}"])
+        ws = Workspace.open(toy_dir, cfg, progress=False)
+        ws.planner = Planner(ws.skb, _SeededClient({None: reply}), PlanCache(tmp_path / f"p{floor}.jsonl"),
+                             retries=0, builder=PromptBuilder(ws.skb))
+        traces[floor] = methods.retriever(ws, "graph").batch_search([Query("1", "q", [1])])["1"].trace
+    off, on = traces[0.0], traces[0.9]
+    assert off.described is None and off.plan["hops"] and off.plan["anchors"][0]["label"] == "gene"
+    assert on.described == [phrase]
+    assert on.plan["hops"] == [] and on.plan["target"]["relevance_text"] == phrase
+    assert [(a["var"], a["label"], a["match_mode"]) for a in on.plan["anchors"]] == [("T", "process", "doc")]
+    assert on.n_cand > 0 and on.link_confidence == off.link_confidence < 0.9
+    assert {b["var"] for b in on.bindings} == {"T"}

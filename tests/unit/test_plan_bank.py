@@ -90,3 +90,20 @@ def test_the_nearest_questions_become_the_examples_never_the_query_itself():
     assert nearest.tag != ExampleRetriever(bank, WordEncoder(), k=3, match="query").tag
     masked = ExampleRetriever(bank, WordEncoder(), k=1, match="masked")
     assert masked.examples("genes on <chromosome>")[0].qid == "1"
+
+
+def test_shape_statistics_count_anchors_hops_relations_and_distinct_shapes():
+    from grasp.plan.model import Plan
+    from grasp.plan.summary import shape_statistics
+
+    text_only = {"anchors": [{"var": "T", "text": "sodium channel", "label": "gene", "match_mode": "doc"}],
+                 "hops": [], "target": {"var": "T", "labels": ["gene"], "relevance_text": "sodium channel"}}
+    plans = [Plan.model_validate(p) for p in (plan("chr 2"), plan("chr 7"), plan("chr 7", rel="located_on"), text_only)]
+    stats = shape_statistics(plans)
+    assert stats["plans"] == 4
+    assert stats["anchors"] == {"1": 1.0}
+    assert stats["hops"] == {"0": 0.25, "1": 0.75}
+    assert stats["match_modes"] == {"name": 3, "doc": 1}
+    assert stats["relations"] == {"on_chromosome": 2, "located_on": 1}
+    assert stats["distinct_shapes"] == 3  # the two on_chromosome plans differ only in the anchor's name
+    assert shape_statistics([])["plans"] == 0

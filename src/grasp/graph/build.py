@@ -39,4 +39,5 @@ def build_graph_retriever(cfg: GraphConfig, planner: Planner, vectors: NodeVecto
     linker = AnchorLinker(vectors, name_k=cfg.name_k, name_tau=cfg.name_tau, doc_k=cfg.doc_k, doc_tau=cfg.doc_tau)
     return GraphRetriever(planner, linker, build_engine(cfg, planner.skb, index_dir, progress=progress), vectors,
                           rescore=cfg.rescore, query_weight=cfg.query_weight, lexical=lexical,
-                          lexical_weight=cfg.lexical_weight, replan=cfg.replan, replan_hub=cfg.replan_hub)
+                          lexical_weight=cfg.lexical_weight, replan=cfg.replan, replan_hub=cfg.replan_hub,
+                          description_floor=cfg.description_floor)

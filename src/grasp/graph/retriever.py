@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from grasp.encode.node_vectors import NodeVectors
 from grasp.errors import GraspError
 from grasp.graph.compiler import CypherNames, compile_plan
+from grasp.graph.descriptions import as_descriptions, descriptive_anchors
 from grasp.graph.engine import GraphBackend
 from grasp.graph.linking import AnchorLinker, link_confidence
 from grasp.plan.model import RISK_LEVELS
@@ -50,6 +51,7 @@ class GraphTrace(StageTrace):
     link_confidence: float | None = None  # how well the weakest name anchor names its node (plan_signals)
     samples: list[dict[str, Any]] = field(default_factory=list)  # ... and each sampled plan's status and n_cand
     replan: dict[str, Any] | None = None  # re-planning: the first plan, its n_cand, the feedback, whether the new one was kept
+    described: list[str] | None = None  # name anchors read as descriptions (grasp.graph.descriptions); plan is then the one run
 
     @property
     def signals(self) -> PlanSignals:
@@ -65,6 +67,8 @@ class _Execution:
     compiled: Any
     timings: dict[str, float]
     confidence: float | None = None  # grasp.graph.linking.link_confidence
+    plan: Any = None                 # the plan run: the planner's, or it with descriptive anchors read as text
+    described: list[str] | None = None
 
 
 AGREEMENT = 0.5  # below this mean Jaccard of the sampled plans' top 10, the risk level drops one step
@@ -85,15 +89,18 @@ class GraphRetriever(Retriever):
     def __init__(self, planner: Planner, linker: AnchorLinker, engine: GraphBackend, vectors: NodeVectors, *,
                  rescore: bool = True, query_weight: float = 0.0,
                  lexical: Callable[[str, np.ndarray], np.ndarray] | None = None, lexical_weight: float = 0.0,
-                 replan: str = "off", replan_hub: int = 1000) -> None:
+                 replan: str = "off", replan_hub: int = 1000, description_floor: float = 0.0) -> None:
         """``rescore``: add how well each candidate's document matches the plan's relevance text, and
         ``query_weight`` x how well it matches the query itself; a match is the dense cosine, plus ``lexical_weight``
         x the ``lexical`` score (BM25: text, node ids -> scores) over the candidates' best (:meth:`_text_scores`).
         ``replan``: when a plan's execution says it missed (``empty``: no candidate; ``empty_or_hub``: also more
-        than ``replan_hub``), ask the planner once more with what the execution found (:meth:`_replan`)."""
+        than ``replan_hub``), ask the planner once more with what the execution found (:meth:`_replan`).
+        ``description_floor``: a name anchor whose best node names it less well than this is read as a description
+        (:mod:`grasp.graph.descriptions`); 0: never."""
         if replan not in REPLAN:
             raise ValueError(f"replan must be one of {', '.join(REPLAN)}, not {replan!r}")
         self.replan, self.replan_hub = replan, replan_hub
+        self.description_floor = description_floor
         self.planner = planner
         self.skb = planner.skb
         self.linker = linker
@@ -150,6 +157,12 @@ class GraphRetriever(Retriever):
         t0 = time.perf_counter()
         announce("linking", f"linking {len(plan.anchors)} anchor(s) to nodes")
         bindings = self.linker.link(plan.anchors)
+        # the planner's own anchors say how far to trust the plan, whether or not some are then read as text
+        confidence = link_confidence(plan.anchors, bindings, self.skb.names)
+        described = descriptive_anchors(plan, bindings, self.skb.names, self.description_floor)
+        if described:
+            plan = as_descriptions(plan, described)
+            bindings = self.linker.link(plan.anchors)
         t1 = time.perf_counter()
         compiled = compile_plan(plan, bindings, self.names)
         announce("executing", f"running the plan on {self.engine.name}")
@@ -161,8 +174,8 @@ class GraphRetriever(Retriever):
         t3 = time.perf_counter()
         timings = {"link": round(1000 * (t1 - t0), 2), "execute": round(1000 * (t2 - t1), 2),
                    "rescore": round(1000 * (t3 - t2), 2)}
-        confidence = link_confidence(plan.anchors, bindings, self.skb.names)
-        return _Execution(ids, np.asarray(scores, dtype=np.float64), bindings, compiled, timings, confidence)
+        return _Execution(ids, np.asarray(scores, dtype=np.float64), bindings, compiled, timings, confidence, plan,
+                          [a.text for a in described] or None)
 
     def search_query(self, query: Query, k: int | None = 100, outcome: PlanOutcome | None = None) -> Ranking:
         """Stage 1 for one query; ``outcome``: its plan when already made (``batch_search`` plans a whole
@@ -209,6 +222,8 @@ class GraphRetriever(Retriever):
             return Ranking(query.qid, [], [], stage=self.name, trace=trace, signals=trace.signals)
         trace.n_cand = int(ids.size)
         trace.link_confidence = run.confidence
+        if run.described:
+            trace.plan, trace.described = run.plan.dump(), run.described
         trace.bindings = [b.to_json(self.skb.names) for b in run.bindings.values()]
         trace.cypher = run.compiled.cypher if run.compiled else None
         trace.cypher_params = run.compiled.params if run.compiled else None
