@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from grasp.graph.descriptions import as_descriptions, descriptive_anchors
-from grasp.graph.linking import Binding
+from grasp.graph.linking import Binding, name_qualities
 from grasp.plan.model import Plan
 
 NAMES = ["gir1.2-hkl-5.0", "hkl", "role::program", "security::cryptography", "openssl"]
@@ -28,11 +28,13 @@ TWO = plan([SOURCE, TAG], [{"from": "S", "rel": "built_from", "to_var": "T", "to
 
 def test_an_anchor_is_a_description_when_its_best_name_neither_holds_its_words_nor_is_near_it():
     bindings = {"S": binding("S", 1, 0.41), "G": binding("G", 2, 0.52)}  # "hkl" is named; the tag is not
-    assert [a.text for a in descriptive_anchors(TWO, bindings, NAMES, 0.6)] == ["control application"]
-    assert descriptive_anchors(TWO, bindings, NAMES, 0.5) == []     # cosine 0.52 passes a lower floor
-    assert descriptive_anchors(TWO, bindings, NAMES, 0.0) == []     # off
+    qualities = name_qualities(TWO.anchors, bindings, NAMES)
+    assert [a.text for a in descriptive_anchors(qualities, 0.6)] == ["control application"]
+    assert descriptive_anchors(qualities, 0.5) == []     # cosine 0.52 passes a lower floor
+    assert descriptive_anchors(qualities, 0.0) == []     # off
     unbound = {"S": binding("S", 1, 0.9), "G": Binding("G", np.array([], dtype=np.int64), np.array([]))}
-    assert [a.text for a in descriptive_anchors(TWO, unbound, NAMES, 0.1)] == ["control application"]
+    assert [a.text for a in descriptive_anchors(name_qualities(TWO.anchors, unbound, NAMES), 0.1)] == [
+        "control application"]
 
 
 def test_a_described_branch_is_dropped_and_its_words_join_the_relevance_text():

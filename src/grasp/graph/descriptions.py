@@ -13,23 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grasp.graph.linking import Binding, match_quality
 from grasp.plan.model import Anchor, Plan
 
 
-def descriptive_anchors(plan: Plan, bindings: dict[str, Binding], names: Sequence[str], floor: float) -> list[Anchor]:
-    """The name-mode anchors whose best linked node names them less well than ``floor`` (an anchor bound to no
-    node counts 0)."""
-    out = []
-    for a in plan.anchors:
-        if a.match_mode != "name":
-            continue
-        b = bindings.get(a.var)
-        quality = 0.0 if b is None or b.node_ids.size == 0 else match_quality(a.text, names[int(b.node_ids[0])],
-                                                                             float(b.scores[0]))
-        if quality < floor:
-            out.append(a)
-    return out
+def descriptive_anchors(qualities: Sequence[tuple[Anchor, float]], floor: float) -> list[Anchor]:
+    """The name-mode anchors whose best linked node names them less well than ``floor``, from their
+    :func:`grasp.graph.linking.name_qualities`."""
+    return [a for a, quality in qualities if quality < floor]
 
 
 def as_descriptions(plan: Plan, described: Sequence[Anchor]) -> Plan:

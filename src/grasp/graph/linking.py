@@ -59,19 +59,27 @@ def match_quality(text: str, best_name: str, best_cosine: float) -> float:
     return float(best_cosine)
 
 
-def link_confidence(anchors: Sequence[Anchor], bindings: dict[str, Binding], names: Sequence[str]) -> float | None:
-    """The weakest name-mode anchor's :func:`match_quality` (None for a plan without one: doc-mode anchors
-    are descriptions by design); an anchor bound to no node scores 0."""
-    qualities = []
+def name_qualities(anchors: Sequence[Anchor], bindings: dict[str, Binding],
+                   names: Sequence[str]) -> list[tuple[Anchor, float]]:
+    """Each name-mode anchor with its :func:`match_quality` (doc-mode anchors are descriptions by design and not
+    judged); an anchor bound to no node scores 0."""
+    out = []
     for a in anchors:
         if a.match_mode != "name":
             continue
         b = bindings.get(a.var)
-        if b is None or b.node_ids.size == 0:
-            qualities.append(0.0)
-        else:
-            qualities.append(match_quality(a.text, names[int(b.node_ids[0])], float(b.scores[0])))
-    return min(qualities) if qualities else None
+        empty = b is None or b.node_ids.size == 0
+        out.append((a, 0.0 if empty else match_quality(a.text, names[int(b.node_ids[0])], float(b.scores[0]))))
+    return out
+
+
+def link_confidence(anchors: Sequence[Anchor], bindings: dict[str, Binding], names: Sequence[str],
+                    qualities: Sequence[tuple[Anchor, float]] | None = None) -> float | None:
+    """The weakest name-mode anchor's :func:`match_quality` (None for a plan without one); ``qualities``: their
+    :func:`name_qualities` when already computed."""
+    if qualities is None:
+        qualities = name_qualities(anchors, bindings, names)
+    return min(q for _, q in qualities) if qualities else None
 
 
 def keep_top(ids: np.ndarray, scores: np.ndarray, k: int, tau: float) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from grasp.errors import GraspError
 from grasp.graph.compiler import CypherNames, compile_plan
 from grasp.graph.descriptions import as_descriptions, descriptive_anchors
 from grasp.graph.engine import GraphBackend
-from grasp.graph.linking import AnchorLinker, link_confidence
+from grasp.graph.linking import AnchorLinker, link_confidence, name_qualities
 from grasp.plan.model import RISK_LEVELS
 from grasp.plan.planner import Planner, PlanOutcome
 from grasp.progress import announce
@@ -158,11 +158,15 @@ class GraphRetriever(Retriever):
         announce("linking", f"linking {len(plan.anchors)} anchor(s) to nodes")
         bindings = self.linker.link(plan.anchors)
         # the planner's own anchors say how far to trust the plan, whether or not some are then read as text
-        confidence = link_confidence(plan.anchors, bindings, self.skb.names)
-        described = descriptive_anchors(plan, bindings, self.skb.names, self.description_floor)
+        qualities = name_qualities(plan.anchors, bindings, self.skb.names)
+        confidence = link_confidence(plan.anchors, bindings, self.skb.names, qualities)
+        described = descriptive_anchors(qualities, self.description_floor)
         if described:
+            planned = {id(a) for a in plan.anchors}
             plan = as_descriptions(plan, described)
-            bindings = self.linker.link(plan.anchors)
+            # the kept anchors keep their links; only a new one (the pure-text shape's doc anchor) is linked
+            bindings = ({a.var: bindings[a.var] for a in plan.anchors if id(a) in planned}
+                        | self.linker.link([a for a in plan.anchors if id(a) not in planned]))
         t1 = time.perf_counter()
         compiled = compile_plan(plan, bindings, self.names)
         announce("executing", f"running the plan on {self.engine.name}")
